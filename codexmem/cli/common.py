@@ -1,0 +1,17 @@
+"""Helpers every command shares: opening the chosen store."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from codexmem.store.locate import locate_store
+from codexmem.store.store import Store
+
+
+def store_path(args: argparse.Namespace) -> Path:
+    return locate_store(getattr(args, "store", None))
+
+
+def open_store(args: argparse.Namespace) -> Store:
+    return Store(store_path(args))

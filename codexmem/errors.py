@@ -1,0 +1,112 @@
+"""One exception family with stable codes.
+
+Services raise :class:`CodexmemError`; the MCP layer turns it into the error envelope and the
+CLI into a message on stderr with a non-zero exit. Codes are API: never rename one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+ERROR_CODES: tuple[str, ...] = (
+    "ERR_INVALID_INPUT",
+    "ERR_INVALID_SCOPE",
+    "ERR_SCOPE_CONFLICT",
+    "ERR_SESSION_NOT_FOUND",
+    "ERR_RECORD_NOT_FOUND",
+    "ERR_INVALID_STATE",
+    "ERR_STORAGE_UNAVAILABLE",
+    "ERR_WRITE_FAILED",
+    "ERR_READ_FAILED",
+    "ERR_AGENTS_WRITE_DENIED",
+    "ERR_INVALID_TARGET",
+    "ERR_VERSION_CONFLICT",
+    "ERR_SECRET_DETECTED",
+    "ERR_VALIDATION_FAILED",
+    "ERR_IDEMPOTENCY_KEY_REUSED",
+    "ERR_CURSOR_EXPIRED",
+    "ERR_CHANNEL_NOT_FOUND",
+)
+
+WARNING_CODES: tuple[str, ...] = (
+    "WARN_NO_PRIOR_HANDOFF",
+    "WARN_NO_PRIOR_NOTES",
+    "WARN_SCOPE_AMBIGUOUS",
+    "WARN_SCOPE_FALLBACK_USED",
+    "WARN_RELATED_PROJECTS_SKIPPED",
+    "WARN_RELATED_PROJECTS_EMPTY",
+    "WARN_RECOVERY_HANDOFF_USED",
+    "WARN_DEDUPE_APPLIED",
+    "WARN_RELATED_REFERENCE_IGNORED",
+    "WARN_HANDOFF_SPARSE",
+    "WARN_EXISTING_AGENTS_SKIPPED",
+    "WARN_PLACEHOLDERS_UNRESOLVED",
+    "WARN_IMPORT_SUPPRESSED",
+    "WARN_PRIVATE_NOT_STORED",
+    "WARN_SECRET_REDACTED",
+)
+
+
+class CodexmemError(Exception):
+    """A problem the caller can act on, carrying a stable ``ERR_...`` code.
+
+    ``fields`` lists the offending inputs as ``{"field": ..., "message": ...}`` (memory tools) or
+    the richer per-field dicts of record validation; ``extra`` holds further keys that belong in
+    the error object (``current_version``, ``item`` ...).
+    """
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        fields: list[dict[str, Any]] | None = None,
+        **extra: Any,
+    ) -> None:
+        if code not in ERROR_CODES:
+            raise ValueError(f"unknown error code {code!r}")
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.fields = fields
+        self.extra = extra
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``error`` object of the envelope."""
+        out: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.fields:
+            out["fields"] = self.fields
+        out.update(self.extra)
+        return out
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+
+def invalid_input(field: str, message: str) -> CodexmemError:
+    """The common case: one named input is wrong."""
+    return CodexmemError("ERR_INVALID_INPUT", f"{field}: {message}", fields=[{"field": field, "message": message}])
+
+
+class Warnings:
+    """Warnings collected while serving one call, deduplicated in first-seen order."""
+
+    def __init__(self) -> None:
+        self._items: list[dict[str, str]] = []
+
+    def add(self, code: str, message: str) -> None:
+        if code not in WARNING_CODES:
+            raise ValueError(f"unknown warning code {code!r}")
+        entry = {"code": code, "message": message}
+        if entry not in self._items:
+            self._items.append(entry)
+
+    def extend(self, other: Warnings) -> None:
+        for w in other._items:
+            self.add(w["code"], w["message"])
+
+    def codes(self) -> list[str]:
+        return [w["code"] for w in self._items]
+
+    def as_list(self) -> list[dict[str, str]]:
+        return list(self._items)

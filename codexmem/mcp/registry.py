@@ -1,0 +1,80 @@
+"""Tool specs: name, input model, handler, annotations; and argument validation to envelopes.
+
+The SDK's own argument validation answers in plain text, which a model cannot act on, so tools
+are registered with the low-level server and validated here: every problem becomes
+ERR_INVALID_INPUT with ``error.fields`` naming each bad field, while the published input schema
+(generated from the same pydantic model) stays precise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from codexmem.errors import CodexmemError, Warnings
+
+if TYPE_CHECKING:
+    from codexmem.mcp.state import ServerState
+
+Handler = Callable[["ServerState", Any, Warnings], dict[str, Any]]
+
+
+class ToolInput(BaseModel):
+    """Base of every tool's input model: unknown keys and type coercion are refused."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    input_model: type[ToolInput]
+    handler: Handler
+    read_only: bool
+    destructive: bool = False
+    idempotent: bool = False
+    title: str | None = None
+
+    def input_schema(self) -> dict[str, Any]:
+        schema: dict[str, Any] = _strip_titles(self.input_model.model_json_schema())
+        return schema
+
+
+def parse_arguments(spec: ToolSpec, arguments: dict[str, Any] | None) -> ToolInput:
+    """Validate raw arguments against the tool's model, as one ERR_INVALID_INPUT listing every field."""
+    try:
+        return spec.input_model.model_validate(arguments or {})
+    except ValidationError as exc:
+        fields = []
+        for err in exc.errors(include_url=False, include_input=False):
+            loc = ".".join(str(p) for p in err["loc"]) or "(arguments)"
+            fields.append({"field": loc, "message": _message(err)})
+        first = fields[0]
+        more = f" (and {len(fields) - 1} more)" if len(fields) > 1 else ""
+        raise CodexmemError(
+            "ERR_INVALID_INPUT", f"{first['field']}: {first['message']}{more}", fields=fields[:20]
+        ) from None
+    except (RecursionError, ValueError) as exc:
+        raise CodexmemError("ERR_INVALID_INPUT", f"arguments could not be read: {exc}"[:300]) from None
+
+
+def _message(err: Any) -> str:
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        return "unknown argument"
+    if kind == "missing":
+        return "required"
+    msg = str(err["msg"])
+    return msg[:300]
+
+
+def _strip_titles(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _strip_titles(v) for k, v in node.items() if k != "title" or isinstance(v, dict)}
+    if isinstance(node, list):
+        return [_strip_titles(v) for v in node]
+    return node

@@ -1,0 +1,1 @@
+"""Renderers that turn the store into things people read: AGENTS.md and the static site."""

@@ -1,0 +1,260 @@
+"""AGENTS.md for Codex: rendering from the store, and installing it safely.
+
+The text is stable instruction text: identity, relations, channels and workflow rules, never
+session state or handoff contents, so it does not change from one session to the next and the
+prompt prefix stays cacheable. Values that are unknown stay visible as ``<placeholder>``s.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from codexmem.errors import CodexmemError, Warnings
+from codexmem.store.atomic import atomic_write
+
+BEGIN_MARKER = "<!-- codexmem:begin -->"
+END_MARKER = "<!-- codexmem:end -->"
+PLACEHOLDER_RE = re.compile(r"<[a-z][a-z0-9-]*>")
+MAX_AGENTS_BYTES = 32 * 1024
+TARGETS = ("global", "project", "both")
+MODES = ("safe", "append", "overwrite")
+
+
+@dataclass
+class RelatedProject:
+    name: str
+    relation_type: str
+    id: str | None = None
+
+
+@dataclass
+class ChannelRef:
+    id: str
+    name: str
+    description: str = ""
+
+
+@dataclass
+class AgentsContext:
+    """Everything the project template shows; fields left empty render as placeholders."""
+
+    project_name: str = "<project-name>"
+    system_name: str = "<system-name>"
+    project_id: str | None = None
+    system_id: str | None = None
+    related: list[RelatedProject] = field(default_factory=list)
+    preferred_tags: list[str] = field(default_factory=list)
+    channels: list[ChannelRef] = field(default_factory=list)
+    allow_related: bool = False
+
+
+def _environment() -> Any:
+    from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+    from codexmem.resources import data_dir
+
+    # Markdown output, not HTML: nothing to escape, but undefined names must fail loudly.
+    return Environment(  # noqa: S701 - renders Markdown for Codex, never HTML
+        loader=FileSystemLoader(str(data_dir("templates") / "agents")),
+        undefined=StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=False,
+        lstrip_blocks=False,
+    )
+
+
+def render_project(ctx: AgentsContext) -> str:
+    text: str = _environment().get_template("project.md.j2").render(**ctx.__dict__)
+    return _tidy(text)
+
+
+def render_global() -> str:
+    text: str = _environment().get_template("global.md.j2").render()
+    return _tidy(text)
+
+
+def _tidy(text: str) -> str:
+    """Collapse blank-line runs so conditional sections never leave gaps; end with one newline."""
+    text = re.sub(r"\n{3,}", "\n\n", text)
+    return text.strip() + "\n"
+
+
+def unresolved_placeholders(text: str) -> list[str]:
+    return sorted(set(PLACEHOLDER_RE.findall(text)))
+
+
+def project_context(store: Any, project_id: str | None = None) -> AgentsContext:
+    """Build the context of one declared project of ``store`` (the only one when not named)."""
+    from codexmem.store.layout import CHANNEL
+
+    config = store.config
+    if project_id is None:
+        if len(config.projects) != 1:
+            names = ", ".join(p.id for p in config.projects) or "none"
+            raise CodexmemError("ERR_INVALID_INPUT", f"name the project with --project (declared projects: {names})")
+        decl = config.projects[0]
+    else:
+        decl = config.project(project_id)
+        if decl is None:
+            raise CodexmemError("ERR_INVALID_INPUT", f"project {project_id} is not declared in codexmem.yaml")
+    names = {p.id: p.name for p in config.projects}
+    related = [
+        RelatedProject(name=names.get(r.project, r.project), relation_type=r.relation_type, id=r.project)
+        for r in decl.relations
+    ]
+    channels = [
+        ChannelRef(id=c["record_channel_id"], name=c.get("name", ""), description=c.get("description", ""))
+        for c in store.fresh_index().select(CHANNEL, order=[("id", False)])
+    ]
+    return AgentsContext(
+        project_name=decl.name,
+        system_name=config.system.name if config.system else "<system-name>",
+        project_id=decl.id,
+        system_id=config.system.id if config.system else None,
+        related=related,
+        preferred_tags=list(decl.preferred_tags),
+        channels=channels,
+        allow_related=bool(related),
+    )
+
+
+def apply_overrides(
+    ctx: AgentsContext,
+    *,
+    project_name: str | None = None,
+    system_name: str | None = None,
+    related_repositories: list[str] | None = None,
+    preferred_tags: list[str] | None = None,
+    allow_related_project_memory: bool | None = None,
+) -> AgentsContext:
+    """Arguments of ``memory_install_agents`` override the store config for one render."""
+    if project_name and project_name.strip():
+        ctx.project_name = project_name.strip()
+    if system_name and system_name.strip():
+        ctx.system_name = system_name.strip()
+    if related_repositories is not None:
+        known = {r.name: r for r in ctx.related}
+        ctx.related = [
+            known.get(name, RelatedProject(name=name, relation_type="related_to"))
+            for name in _unique(related_repositories)
+        ]
+    if preferred_tags is not None:
+        ctx.preferred_tags = _unique(preferred_tags)
+    if allow_related_project_memory is not None:
+        ctx.allow_related = allow_related_project_memory
+    return ctx
+
+
+def _unique(values: list[str]) -> list[str]:
+    out: list[str] = []
+    for value in values:
+        value = value.strip()
+        if value and value not in out:
+            out.append(value)
+    return out
+
+
+# ------------------------------------------------------------------ installation
+
+
+@dataclass(frozen=True)
+class Plan:
+    target: str
+    path: Path
+    content: str
+
+
+def install(plans: list[Plan], mode: str, warnings: Warnings) -> dict[str, list[dict[str, str]]]:
+    """Write each planned file by ``mode``; report exactly what was written and what was skipped."""
+    if mode not in MODES:
+        raise CodexmemError("ERR_INVALID_TARGET", "mode must be safe, append, or overwrite")
+    written: list[dict[str, str]] = []
+    skipped: list[dict[str, str]] = []
+    unresolved: set[str] = set()
+    for plan in plans:
+        try:
+            existing = _read_existing(plan.path)
+        except OSError as exc:
+            raise CodexmemError("ERR_AGENTS_WRITE_DENIED", f"cannot read {plan.path}: {exc.strerror}") from None
+        if existing is not None and mode == "safe":
+            skipped.append(
+                {
+                    "path": str(plan.path),
+                    "target": plan.target,
+                    "mode": mode,
+                    "reason": "existing AGENTS.md was preserved in safe mode",
+                }
+            )
+            warnings.add(
+                "WARN_EXISTING_AGENTS_SKIPPED", f"{plan.target} AGENTS.md already existed and was skipped in safe mode"
+            )
+            continue
+        new = plan.content if mode != "append" else with_block(existing or "", plan.content)
+        if existing == new:
+            skipped.append(
+                {"path": str(plan.path), "target": plan.target, "mode": mode, "reason": "already up to date"}
+            )
+            continue
+        try:
+            plan.path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(plan.path, new.encode("utf-8"))
+        except OSError as exc:
+            raise CodexmemError("ERR_AGENTS_WRITE_DENIED", f"cannot write {plan.path}: {exc.strerror}") from None
+        written.append({"path": str(plan.path), "target": plan.target, "mode": mode})
+        unresolved.update(unresolved_placeholders(plan.content))
+    if unresolved:
+        warnings.add(
+            "WARN_PLACEHOLDERS_UNRESOLVED",
+            "AGENTS.md was written with placeholders to fill in by hand: " + ", ".join(sorted(unresolved)),
+        )
+    return {"written_files": written, "skipped_files": skipped}
+
+
+def with_block(existing: str, content: str) -> str:
+    """``existing`` with codexmem's block replaced (or appended once); all else kept byte for byte."""
+    block = f"{BEGIN_MARKER}\n{content.rstrip()}\n{END_MARKER}"
+    start = existing.find(BEGIN_MARKER)
+    end = existing.find(END_MARKER, start + len(BEGIN_MARKER)) if start >= 0 else -1
+    if start >= 0 and end >= 0:
+        return existing[:start] + block + existing[end + len(END_MARKER) :]
+    if not existing:
+        return block + "\n"
+    separator = "" if existing.endswith("\n\n") else ("\n" if existing.endswith("\n") else "\n\n")
+    return existing + separator + block + "\n"
+
+
+def _read_existing(path: Path) -> str | None:
+    if path.is_symlink():
+        raise CodexmemError("ERR_AGENTS_WRITE_DENIED", f"{path} is a symbolic link; codexmem does not follow it")
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            return fh.read(MAX_AGENTS_BYTES * 8)
+    except FileNotFoundError:
+        return None
+    except UnicodeDecodeError:
+        raise CodexmemError("ERR_AGENTS_WRITE_DENIED", f"{path} is not UTF-8 text; left untouched") from None
+
+
+def global_agents_path() -> Path:
+    home = os.environ.get("HOME") or str(Path.home())
+    if not home:
+        raise CodexmemError("ERR_AGENTS_WRITE_DENIED", "the home directory is unknown")
+    return Path(home) / ".codex" / "AGENTS.md"
+
+
+def project_agents_path(cwd: str) -> Path:
+    """AGENTS.md at the git root of ``cwd``; a model-supplied path outside a work tree is refused."""
+    from codexmem.memory.gitinfo import find_git_root
+
+    root = find_git_root(cwd)
+    if root is None:
+        raise CodexmemError(
+            "ERR_INVALID_TARGET",
+            "cwd is not inside a git work tree; the project AGENTS.md goes at a repository's root",
+            fields=[{"field": "cwd", "message": "not inside a git work tree"}],
+        )
+    return root / "AGENTS.md"

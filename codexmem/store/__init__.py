@@ -1,0 +1,1 @@
+"""The git-native store: files are the truth, the index is derived."""

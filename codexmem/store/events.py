@@ -1,0 +1,159 @@
+"""The append-only events log: JSON lines, one shard per writer per month.
+
+Each clone writes only its own shard, so two branches that both wrote memory merge with a plain
+``git merge`` (and ``merge=union`` in ``.gitattributes`` keeps both sides if a shard is shared).
+Readers deduplicate by ``event_id``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+EVENT_TYPES = ("created", "updated", "deleted", "status_changed", "ended")
+_SHARD_RE = re.compile(r"^(?P<writer>[a-z0-9]{8,32})/(?P<month>\d{4}-\d{2})\.jsonl$")
+_EVENT_KEYS = (
+    "event_id",
+    "at",
+    "actor",
+    "kind",
+    "id",
+    "record_channel_id",
+    "type",
+    "version",
+    "changed",
+    "idempotency_key",
+    "fingerprint",
+)
+MAX_EVENT_LINE = 64 * 1024
+
+
+def make_event(
+    *,
+    event_id: str,
+    at: str,
+    actor: str,
+    kind: str,
+    record_id: str,
+    event_type: str,
+    version: int,
+    changed: list[str],
+    channel: str | None = None,
+    idempotency_key: str | None = None,
+    fingerprint: str | None = None,
+) -> dict[str, Any]:
+    """An event in its fixed key order; optional keys are left out when empty."""
+    event: dict[str, Any] = {
+        "event_id": event_id,
+        "at": at,
+        "actor": actor,
+        "kind": kind,
+        "id": record_id,
+    }
+    if channel:
+        event["record_channel_id"] = channel
+    event.update({"type": event_type, "version": version, "changed": sorted(changed)})
+    if idempotency_key:
+        event["idempotency_key"] = idempotency_key
+        event["fingerprint"] = fingerprint
+    return event
+
+
+def encode(event: dict[str, Any]) -> bytes:
+    return (json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+def fingerprint(request: dict[str, Any]) -> str:
+    """A stable hash of a request, to tell a replay from a reused key."""
+    canonical = json.dumps(request, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def shard_relpath(writer_id: str, at: str) -> str:
+    return f"{writer_id}/{at[:7]}.jsonl"
+
+
+def is_shard_relpath(rel: str) -> bool:
+    return bool(_SHARD_RE.match(rel))
+
+
+@dataclass(frozen=True)
+class ShardLine:
+    offset: int
+    end: int
+    event: dict[str, Any] | None
+    problem: str | None
+
+
+def read_lines(path: Path, start: int = 0) -> Iterator[ShardLine]:
+    """Complete lines of a shard from byte ``start``; a trailing line without newline is left for later."""
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        data = fh.read()
+    offset = start
+    for raw in data.splitlines(keepends=True):
+        if not raw.endswith(b"\n"):
+            break  # being written, or torn by a crash; the next append closes it
+        end = offset + len(raw)
+        body = raw.strip()
+        if body:
+            event, problem = _decode(body)
+            yield ShardLine(offset, end, event, problem)
+        offset = end
+
+
+def _decode(body: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    if len(body) > MAX_EVENT_LINE:
+        return None, f"event line longer than {MAX_EVENT_LINE} bytes"
+    try:
+        event = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return None, f"not a JSON line ({exc.__class__.__name__})"
+    if not isinstance(event, dict):
+        return None, "event must be a JSON object"
+    problem = validate_event(event)
+    return (None, problem) if problem else (event, None)
+
+
+def validate_event(event: dict[str, Any]) -> str | None:
+    """Why an event line is malformed, or None."""
+    from codexmem.store.ids import is_record_id
+
+    unknown = set(event) - set(_EVENT_KEYS)
+    if unknown:
+        return f"unknown keys {sorted(unknown)}"
+    for key in ("event_id", "at", "actor", "kind", "id", "type"):
+        if not isinstance(event.get(key), str) or not event[key]:
+            return f"{key} must be a non-empty string"
+    if not is_record_id(event["event_id"], "evt"):
+        return "event_id must be evt_<ULID>"
+    if event["type"] not in EVENT_TYPES:
+        return f"type must be one of {', '.join(EVENT_TYPES)}"
+    version = event.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        return "version must be a positive integer"
+    changed = event.get("changed", [])
+    if not isinstance(changed, list) or not all(isinstance(c, str) for c in changed):
+        return "changed must be a list of keys"
+    return None
+
+
+def list_shards(events_dir: Path) -> list[tuple[str, Path]]:
+    """(relative path, path) of every shard, sorted; anything else in the folder is ignored here."""
+    out: list[tuple[str, Path]] = []
+    if not events_dir.is_dir():
+        return out
+    for writer in sorted(os.scandir(events_dir), key=lambda e: e.name):
+        if not writer.is_dir(follow_symlinks=False):
+            continue
+        for entry in sorted(os.scandir(writer.path), key=lambda e: e.name):
+            rel = f"{writer.name}/{entry.name}"
+            if entry.is_file(follow_symlinks=False) and is_shard_relpath(rel):
+                out.append((rel, Path(entry.path)))
+    return out

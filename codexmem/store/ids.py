@@ -1,0 +1,92 @@
+"""Record ids and scope ids.
+
+Record ids are ``<prefix>_<ULID>``: time-sortable, collision-free across clones and safe as
+file names. Every id that arrives from outside goes through :func:`check_record_id` before it
+is used to build a path, so nothing like ``../`` can ever reach the filesystem.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+
+from ulid import ULID
+
+from codexmem.errors import CodexmemError
+
+RECORD_PREFIXES = ("sess", "note", "handoff", "import", "item", "evt")
+_ULID_RE = "[0-9A-HJKMNP-TV-Z]{26}"
+_RECORD_ID_RE = re.compile(rf"^(?P<prefix>{'|'.join(RECORD_PREFIXES)})_(?P<ulid>{_ULID_RE})$")
+SCOPE_PREFIXES = ("sys", "proj", "ws")
+_SCOPE_ID_RE = re.compile(r"^(sys|proj|ws)_[a-z0-9][a-z0-9_]{0,95}$")
+CHANNEL_ID_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
+_SLUG_RE = re.compile(r"[^a-z0-9]+")
+
+_lock = threading.Lock()
+_last: int = 0
+
+
+def new_id(prefix: str) -> str:
+    """A fresh ``<prefix>_<ULID>``, strictly increasing within this process."""
+    global _last
+    if prefix not in RECORD_PREFIXES:
+        raise ValueError(f"unknown record prefix {prefix!r}")
+    with _lock:
+        value = int(ULID())
+        # Same millisecond: bump the random part so ids made here keep creation order.
+        if value <= _last:
+            value = _last + 1
+        _last = value
+    return f"{prefix}_{ULID.from_int(value)}"
+
+
+def is_record_id(value: object, prefix: str | None = None) -> bool:
+    if not isinstance(value, str):
+        return False
+    m = _RECORD_ID_RE.match(value)
+    return m is not None and (prefix is None or m.group("prefix") == prefix)
+
+
+def check_record_id(value: object, prefix: str, field: str = "id") -> str:
+    """Return ``value`` if it is a well-formed id of this prefix, else raise ERR_INVALID_INPUT."""
+    if is_record_id(value, prefix):
+        return str(value)
+    shown = value if isinstance(value, str) and len(value) <= 80 else type(value).__name__
+    message = f"must be an id of the form {prefix}_<ULID> (26 Crockford base32 characters), got {shown!r}"
+    raise CodexmemError("ERR_INVALID_INPUT", f"{field} {message}", fields=[{"field": field, "message": message}])
+
+
+def is_scope_id(value: object, prefix: str | None = None) -> bool:
+    if not isinstance(value, str) or not _SCOPE_ID_RE.match(value):
+        return False
+    return prefix is None or value.startswith(prefix + "_")
+
+
+def check_channel_id(value: object, field: str = "record_channel_id") -> str:
+    if isinstance(value, str) and CHANNEL_ID_RE.match(value):
+        return value
+    message = "must be a channel id: a lower-case letter, then up to 63 of a-z 0-9 _ -"
+    raise CodexmemError("ERR_INVALID_INPUT", f"{field} {message}", fields=[{"field": field, "message": message}])
+
+
+def slugify(text: str, sep: str = "_") -> str:
+    """Lower-case ASCII slug; runs of anything else become ``sep``."""
+    slug = _SLUG_RE.sub(sep, text.lower()).strip(sep)
+    return slug[:40].strip(sep) or "x"
+
+
+def scope_id(prefix: str, name: str, identity_key: str) -> str:
+    """Readable and collision-free: ``proj_order_web_3fa2c1d0`` = slug + hash of the identity key.
+
+    Two repositories both called ``app`` get two ids because their identity keys differ.
+    """
+    if prefix not in SCOPE_PREFIXES:
+        raise ValueError(f"unknown scope prefix {prefix!r}")
+    digest = hashlib.sha256(identity_key.encode("utf-8")).hexdigest()[:8]
+    return f"{prefix}_{slugify(name)}_{digest}"
+
+
+def ulid_time_ms(record_id: str) -> int:
+    """Milliseconds since the epoch encoded in a record id."""
+    return int(ULID.from_str(record_id.split("_", 1)[1]).milliseconds)

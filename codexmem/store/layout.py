@@ -1,0 +1,183 @@
+"""Where each record lives and how its file reads and writes.
+
+Every path is built here, from ids that passed :mod:`codexmem.store.ids` checks, and is then
+checked again to sit inside the store: no caller builds a path by hand.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from codexmem.errors import CodexmemError
+from codexmem.models import Handoff, ImportAudit, Item, Note, Session
+from codexmem.store.ids import CHANNEL_ID_RE, is_record_id
+from codexmem.store.yamlio import YamlError, dump_yaml, join_front_matter, load_yaml, split_front_matter
+
+CONFIG_FILE = "codexmem.yaml"
+CACHE_DIR = ".cache"
+LOCK_FILE = ".lock"
+EVENTS_DIR = "events"
+CHANNELS_DIR = "channels"
+SCHEMA_FILE = "schema.yaml"
+ITEMS_DIR = "items"
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One record type: its id prefix, model, folder and file form."""
+
+    name: str
+    prefix: str | None
+    id_field: str
+    folder: str
+    suffix: str
+    body_field: str | None = None
+
+    @property
+    def model(self) -> type[BaseModel]:
+        return _models()[self.name]
+
+
+SESSION = Kind("session", "sess", "session_id", "sessions", ".yaml")
+NOTE = Kind("note", "note", "note_id", "notes", ".md", body_field="content")
+HANDOFF = Kind("handoff", "handoff", "handoff_id", "handoffs", ".md", body_field="summary")
+IMPORT = Kind("import", "import", "import_id", "imports", ".yaml")
+ITEM = Kind("item", "item", "item_id", ITEMS_DIR, ".yaml")
+CHANNEL = Kind("channel", None, "record_channel_id", CHANNELS_DIR, ".yaml")
+
+KINDS: dict[str, Kind] = {k.name: k for k in (SESSION, NOTE, HANDOFF, IMPORT, ITEM, CHANNEL)}
+MEMORY_KINDS = (SESSION, NOTE, HANDOFF, IMPORT)
+
+
+def _models() -> dict[str, type[BaseModel]]:
+    from codexmem.records.schema import ChannelSchema  # records depends on store, not the reverse
+
+    return {
+        "session": Session,
+        "note": Note,
+        "handoff": Handoff,
+        "import": ImportAudit,
+        "item": Item,
+        "channel": ChannelSchema,
+    }
+
+
+class Layout:
+    """Paths inside one store root."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    @property
+    def config(self) -> Path:
+        return self.root / CONFIG_FILE
+
+    @property
+    def cache(self) -> Path:
+        return self.root / CACHE_DIR
+
+    @property
+    def lock(self) -> Path:
+        return self.root / LOCK_FILE
+
+    @property
+    def events(self) -> Path:
+        return self.root / EVENTS_DIR
+
+    def folder(self, kind: Kind, channel: str | None = None) -> Path:
+        if kind is ITEM:
+            return self.channel_dir(_need_channel(channel)) / ITEMS_DIR
+        if kind is CHANNEL:
+            return self.root / CHANNELS_DIR
+        return self.root / kind.folder
+
+    def channel_dir(self, channel: str) -> Path:
+        if not CHANNEL_ID_RE.match(channel):
+            raise CodexmemError("ERR_INVALID_INPUT", f"invalid channel id {channel[:80]!r}")
+        return self.root / CHANNELS_DIR / channel
+
+    def path(self, kind: Kind, record_id: str, channel: str | None = None) -> Path:
+        """The file of one record; ``record_id`` must already be a valid id of ``kind``."""
+        if kind is CHANNEL:
+            return self.channel_dir(record_id) / SCHEMA_FILE
+        if kind.prefix is None or not is_record_id(record_id, kind.prefix):
+            raise CodexmemError("ERR_INVALID_INPUT", f"invalid {kind.name} id {record_id[:80]!r}")
+        path = self.folder(kind, channel) / f"{record_id}{kind.suffix}"
+        # Belt and braces: the id regex already forbids separators, but never trust one check.
+        if path.parent.resolve(strict=False) != self.folder(kind, channel).resolve(strict=False):
+            raise CodexmemError("ERR_INVALID_INPUT", "record path escapes the store")
+        return path
+
+    def identify(self, path: Path) -> tuple[Kind, str, str | None] | None:
+        """Map a file inside the store back to (kind, id, channel), or None if it is no record."""
+        try:
+            rel = path.relative_to(self.root).as_posix()
+        except ValueError:
+            return None
+        return identify_relpath(rel)
+
+
+_REL_RE = re.compile(
+    r"^(?:(?P<folder>sessions|notes|handoffs|imports)/(?P<id>[a-z]+_[0-9A-Z]{26})\.(?P<ext>yaml|md)"
+    r"|channels/(?P<ch>[a-z][a-z0-9_-]{0,63})/(?:(?P<schema>schema\.yaml)|items/(?P<item>item_[0-9A-Z]{26})\.yaml))$"
+)
+_FOLDER_KIND = {"sessions": SESSION, "notes": NOTE, "handoffs": HANDOFF, "imports": IMPORT}
+
+
+def identify_relpath(rel: str) -> tuple[Kind, str, str | None] | None:
+    m = _REL_RE.match(rel)
+    if not m:
+        return None
+    if m.group("folder"):
+        kind = _FOLDER_KIND[m.group("folder")]
+        rid = m.group("id")
+        if not is_record_id(rid, kind.prefix) or f".{m.group('ext')}" != kind.suffix:
+            return None
+        return kind, rid, None
+    channel = m.group("ch")
+    if m.group("schema"):
+        return CHANNEL, channel, None
+    return ITEM, m.group("item"), channel
+
+
+def _need_channel(channel: str | None) -> str:
+    if not channel:
+        raise CodexmemError("ERR_INVALID_INPUT", "an item needs its record_channel_id")
+    return channel
+
+
+# ------------------------------------------------------------------ file forms
+
+
+def serialize(kind: Kind, data: dict[str, Any]) -> bytes:
+    """The exact bytes of a record file. ``data`` is the model dump in field order."""
+    clean = {k: v for k, v in data.items() if v is not None}
+    if kind.body_field:
+        body = str(clean.pop(kind.body_field, ""))
+        return join_front_matter(clean, body).encode("utf-8")
+    return dump_yaml(clean).encode("utf-8")
+
+
+def parse(kind: Kind, raw: bytes, *, source: str) -> dict[str, Any]:
+    """Read a record file into plain data (not yet validated against the model)."""
+    if kind.body_field:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise YamlError(f"{source}: not valid UTF-8 (byte {exc.start})") from None
+        front, body = split_front_matter(text, source=source)
+        if not isinstance(front, dict):
+            raise YamlError(f"{source}: front matter must be a mapping")
+        if kind.body_field in front:
+            raise YamlError(f"{source}: {kind.body_field} belongs in the body, not the front matter")
+        front[kind.body_field] = body
+        return front
+    data = load_yaml(raw, source=source)
+    if not isinstance(data, dict):
+        raise YamlError(f"{source}: a record file must hold a YAML mapping")
+    return data

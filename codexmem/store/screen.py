@@ -1,0 +1,74 @@
+"""Secret screening on the write path: every text a record would put on disk passes here.
+
+Done in the store's one write path, not in each service, so no tool, CLI command or import can
+forget it. Ids, timestamps and enum-like keys are skipped: they are validated elsewhere and are
+exactly the look-alikes (hashes, ULIDs) that must never be refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from codexmem.errors import CodexmemError
+
+SKIP_KEYS = frozenset(
+    {
+        "version", "scope", "status", "type", "kind", "source", "importance", "created_at", "updated_at",
+        "started_at", "ended_at", "imported_at", "payload_hash", "suppressed", "suppression_reason",
+        "content_changed", "record_channel_id", "superseded_by", "related_note_ids", "related_project_ids",
+        "durable_memory_id",
+    }
+)  # fmt: skip
+
+
+def _strings(data: Any, path: str) -> Iterator[tuple[str, str]]:
+    if isinstance(data, str):
+        yield path, data
+    elif isinstance(data, dict):
+        for key, value in data.items():
+            if path == "" and (key in SKIP_KEYS or key.endswith("_id")):
+                continue
+            yield from _strings(value, f"{path}.{key}" if path else str(key))
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            yield from _strings(value, f"{path}[{i}]")
+
+
+def screen(data: dict[str, Any], mode: str) -> tuple[dict[str, Any], list[str]]:
+    """Refuse (``mode="refuse"``) or redact credentials in a record's texts.
+
+    Returns the data to write and the field paths that were redacted. A refusal names every
+    field where something was found and never echoes the secret itself.
+    """
+    from codexmem.secrets import find_secrets, redact
+
+    found: list[tuple[str, list[str]]] = []
+    for path, text in _strings(data, ""):
+        kinds = sorted({f.kind for f in find_secrets(text)})
+        if kinds:
+            found.append((path, kinds))
+    if not found:
+        return data, []
+    if mode != "redact":
+        fields = [
+            {"field": path, "message": f"looks like a credential ({', '.join(kinds)}); remove it or store a reference"}
+            for path, kinds in found
+        ]
+        raise CodexmemError(
+            "ERR_SECRET_DETECTED",
+            f"refused: {len(found)} field(s) look like they hold credentials ({', '.join(p for p, _ in found)});"
+            " nothing was written",
+            fields=fields,
+        )
+    return _redact_tree(data, "", {p for p, _ in found}, redact), [p for p, _ in found]
+
+
+def _redact_tree(data: Any, path: str, targets: set[str], redact: Any) -> Any:
+    if isinstance(data, str):
+        return redact(data)[0] if path in targets else data
+    if isinstance(data, dict):
+        return {k: _redact_tree(v, f"{path}.{k}" if path else str(k), targets, redact) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_redact_tree(v, f"{path}[{i}]", targets, redact) for i, v in enumerate(data)]
+    return data

@@ -1,0 +1,424 @@
+"""The one write path of the store.
+
+Every change goes through :meth:`Store.transaction`: take the store's file lock, read the current
+file, let the caller validate and check the expected version, write atomically, append the
+event, update the index, release. A change of several files (an imported note and its audit)
+is journaled first, so a crash between two renames is rolled forward by the next writer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import json
+import os
+import secrets
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock, Timeout
+from pydantic import BaseModel, ValidationError
+
+from codexmem.errors import CodexmemError
+from codexmem.models import STORE_FORMAT, StoreConfig
+from codexmem.store import events as ev
+from codexmem.store.atomic import append_line, atomic_write, fsync_dir, read_bytes_nofollow, write_temp
+from codexmem.store.ids import new_id
+from codexmem.store.index import Index, validate_record
+from codexmem.store.layout import CHANNEL, KINDS, Kind, Layout, parse, serialize
+from codexmem.store.screen import screen
+from codexmem.store.yamlio import MAX_YAML_BYTES, YamlError, load_yaml
+from codexmem.timeutil import now_ts
+
+JOURNAL_DIR = ".journal"
+LOCK_TIMEOUT_S = 30.0
+
+
+def cli_actor() -> str:
+    """``cli:<user>`` for changes people make through the CLI."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "unknown"
+    return "cli:" + "".join(ch for ch in user if ch.isalnum() or ch in "-_.")[:40]
+
+
+def load_config(layout: Layout) -> StoreConfig:
+    """Read and validate ``codexmem.yaml``; a newer format is refused with a clear message."""
+    try:
+        raw = read_bytes_nofollow(layout.config, MAX_YAML_BYTES)
+    except FileNotFoundError:
+        raise CodexmemError(
+            "ERR_STORAGE_UNAVAILABLE",
+            f"no codexmem store at {layout.root}: run `codexmem init` (in a git work tree) "
+            "or `codexmem init --store PATH` to create one",
+        ) from None
+    except OSError as exc:
+        raise CodexmemError("ERR_STORAGE_UNAVAILABLE", f"cannot read {layout.config}: {exc.strerror}") from None
+    try:
+        data = load_yaml(raw, source="codexmem.yaml")
+    except YamlError as exc:
+        raise CodexmemError("ERR_STORAGE_UNAVAILABLE", f"store config is not valid: {exc}") from None
+    if not isinstance(data, dict):
+        raise CodexmemError("ERR_STORAGE_UNAVAILABLE", "store config codexmem.yaml must be a YAML mapping")
+    fmt = data.get("format")
+    if isinstance(fmt, int) and not isinstance(fmt, bool) and fmt > STORE_FORMAT:
+        raise CodexmemError(
+            "ERR_STORAGE_UNAVAILABLE",
+            f"this store has format {fmt}, newer than this codexmem understands ({STORE_FORMAT}): upgrade codexmem",
+        )
+    if fmt != STORE_FORMAT:
+        raise CodexmemError("ERR_STORAGE_UNAVAILABLE", f"codexmem.yaml: format must be {STORE_FORMAT}, got {fmt!r}")
+    try:
+        return StoreConfig.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise CodexmemError("ERR_STORAGE_UNAVAILABLE", f"codexmem.yaml: {where}: {first['msg']}") from None
+
+
+@dataclass
+class _Staged:
+    kind: Kind
+    rid: str
+    channel: str | None
+    data: dict[str, Any] | None  # None: delete
+    raw: bytes
+    event: dict[str, Any]
+
+
+class Transaction:
+    """Changes staged under the store lock; applied together when the block ends without error."""
+
+    def __init__(self, store: Store, actor: str, at: str | None = None) -> None:
+        self.store = store
+        self.actor = actor
+        self.at = at or now_ts()
+        self._staged: list[_Staged] = []
+        self._answers: list[tuple[str, dict[str, Any]]] = []
+        self.redacted: list[str] = []
+        """Field paths whose credentials were redacted (store config ``privacy.secrets: redact``)."""
+
+    def get(self, kind: Kind, rid: str, channel: str | None = None) -> dict[str, Any] | None:
+        """The current record from its file (the truth), validated; None when it does not exist."""
+        for staged in reversed(self._staged):
+            if staged.kind is kind and staged.rid == rid and staged.channel == channel:
+                return staged.data
+        return self.store.read_file(kind, rid, channel)
+
+    def put(
+        self,
+        kind: Kind,
+        record: BaseModel | dict[str, Any],
+        *,
+        event_type: str,
+        changed: list[str],
+        idempotency_key: str | None = None,
+        fingerprint: str | None = None,
+    ) -> dict[str, Any]:
+        """Stage a new version of a record; its version must be exactly one more than the file's."""
+        data = record.model_dump(mode="json") if isinstance(record, BaseModel) else dict(record)
+        data, redacted = screen(data, self.store.config.privacy.secrets)
+        self.redacted.extend(redacted)
+        rid = str(data[kind.id_field])
+        channel = data.get("record_channel_id") if kind.name == "item" else None
+        data = validate_record(kind, data, rid, channel) if kind is not CHANNEL else _validate_channel(data)
+        current = self.get(kind, rid, channel)
+        expected = 1 if current is None else int(current.get("version", 0)) + 1
+        if int(data.get("version", 0)) != expected:
+            raise CodexmemError(
+                "ERR_VERSION_CONFLICT",
+                f"{kind.name} {rid}: writing version {data.get('version')} over version {expected - 1}",
+                current_version=expected - 1,
+            )
+        self._stage(kind, rid, channel, data, event_type, changed, idempotency_key, fingerprint)
+        return data
+
+    def delete(self, kind: Kind, rid: str, channel: str | None = None) -> None:
+        current = self.get(kind, rid, channel)
+        if current is None:
+            raise CodexmemError("ERR_RECORD_NOT_FOUND", f"{kind.name} {rid} does not exist")
+        self._stage(kind, rid, channel, None, "deleted", [], None, None, version=int(current["version"]) + 1)
+
+    def remember_answer(self, key: str, answer: dict[str, Any]) -> None:
+        """Keep the answer of an idempotent edit so a replay returns it verbatim."""
+        self._answers.append((key, answer))
+
+    def _stage(
+        self,
+        kind: Kind,
+        rid: str,
+        channel: str | None,
+        data: dict[str, Any] | None,
+        event_type: str,
+        changed: list[str],
+        idempotency_key: str | None,
+        fingerprint: str | None,
+        version: int | None = None,
+    ) -> None:
+        raw = serialize(kind, data) if data is not None else b""
+        event = ev.make_event(
+            event_id=new_id("evt"),
+            at=self.at,
+            actor=self.actor,
+            kind=kind.name,
+            record_id=rid,
+            event_type=event_type,
+            version=int(data["version"]) if data is not None else int(version or 1),
+            changed=changed,
+            channel=channel if kind.name == "item" else (rid if kind is CHANNEL else None),
+            idempotency_key=idempotency_key,
+            fingerprint=fingerprint,
+        )
+        self._staged.append(_Staged(kind, rid, channel, data, raw, event))
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        return [s.event for s in self._staged]
+
+
+def _validate_channel(data: dict[str, Any]) -> dict[str, Any]:
+    rid = str(data.get("record_channel_id", ""))
+    return validate_record(CHANNEL, data, rid, None)
+
+
+class Store:
+    """An opened store: its layout, config, lock, index and the one write path."""
+
+    def __init__(self, root: Path, *, read_only: bool | None = None) -> None:
+        self.root = Path(os.path.abspath(root))
+        self.layout = Layout(self.root)
+        self.config = load_config(self.layout)
+        self.read_only = (not os.access(self.root, os.W_OK)) if read_only is None else read_only
+        self._thread_lock = threading.RLock()
+        self._file_lock: FileLock | None = None
+        self._index: Index | None = None
+        self._writer_id: str | None = None
+
+    # ------------------------------------------------------------ reading
+
+    def read_file(self, kind: Kind, rid: str, channel: str | None = None) -> dict[str, Any] | None:
+        """Parse and validate one record file; None if absent; ERR_READ_FAILED if it is broken."""
+        path = self.layout.path(kind, rid, channel)
+        rel = path.relative_to(self.root).as_posix()
+        try:
+            raw = read_bytes_nofollow(path, MAX_YAML_BYTES)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise CodexmemError("ERR_READ_FAILED", f"{rel}: cannot read ({exc.strerror or exc})") from None
+        except ValueError as exc:
+            raise CodexmemError("ERR_READ_FAILED", f"{rel}: {exc}") from None
+        try:
+            return validate_record(kind, parse(kind, raw, source=rel), rid, channel)
+        except ValueError as exc:
+            raise CodexmemError("ERR_READ_FAILED", f"{rel}: {exc}") from None
+
+    @property
+    def index(self) -> Index:
+        """The index, opened (and rebuilt if needed) on first use; in memory on a read-only store."""
+        if self._index is None:
+            with self._thread_lock:
+                if self._index is None:
+                    index = Index(self.layout, in_memory=self.read_only or not self._cache_writable())
+                    index.refresh(full=True)
+                    self._index = index
+        return self._index
+
+    def fresh_index(self, *, full: bool = False) -> Index:
+        """The index after the cheap per-call freshness check (or a full stat scan)."""
+        index = self.index
+        if full or index.quick_changed():
+            self._refresh_locked(index, full=full)
+        return index
+
+    def _refresh_locked(self, index: Index, *, full: bool) -> None:
+        # Applying changes found on disk happens under the store lock, so a write half-way
+        # between its rename and its event is never mistaken for a hand edit.
+        if self.read_only:
+            index.refresh(full=full)
+            return
+        with self._locked():
+            index.refresh(full=full)
+
+    def _cache_writable(self) -> bool:
+        try:
+            self.layout.cache.mkdir(exist_ok=True)
+        except OSError:
+            return False
+        return os.access(self.layout.cache, os.W_OK)
+
+    # ------------------------------------------------------------ writing
+
+    @property
+    def writer_id(self) -> str:
+        """This clone's event shard name, kept in the git-ignored cache."""
+        if self._writer_id is None:
+            path = self.layout.cache / "writer_id"
+            try:
+                value = path.read_text("ascii").strip()
+            except (FileNotFoundError, UnicodeDecodeError):
+                value = ""
+            if not (value.isalnum() and value.islower() and 8 <= len(value) <= 32):
+                value = secrets.token_hex(6)
+                self.layout.cache.mkdir(exist_ok=True)
+                atomic_write(path, value.encode("ascii") + b"\n")
+            self._writer_id = value
+        return self._writer_id
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        with self._thread_lock:
+            if self._file_lock is None:
+                self._file_lock = FileLock(str(self.layout.lock), thread_local=False)
+            try:
+                self._file_lock.acquire(timeout=LOCK_TIMEOUT_S)
+            except Timeout:
+                raise CodexmemError(
+                    "ERR_STORAGE_UNAVAILABLE", f"the store is locked by another writer for over {LOCK_TIMEOUT_S:.0f} s"
+                ) from None
+            except OSError as exc:
+                raise CodexmemError("ERR_STORAGE_UNAVAILABLE", f"cannot lock the store: {exc.strerror}") from None
+            try:
+                yield
+            finally:
+                self._file_lock.release()
+
+    @contextlib.contextmanager
+    def transaction(self, actor: str, *, at: str | None = None) -> Iterator[Transaction]:
+        """Lock, stage changes in the block, then apply them all (or none if the block raises).
+
+        ``at`` fixes the events' time (example stores and tests); by default it is now.
+        """
+        if self.read_only:
+            raise CodexmemError("ERR_STORAGE_UNAVAILABLE", f"the store at {self.root} is read-only")
+        index = self.index
+        with self._locked():
+            self._recover_journal()
+            if index.quick_changed():
+                index.refresh()
+            txn = Transaction(self, actor, at)
+            yield txn
+            if txn._staged:
+                self._apply(txn, index)
+
+    def _apply(self, txn: Transaction, index: Index) -> None:
+        staged = txn._staged
+        journal: Path | None = None
+        try:
+            if len(staged) == 1:
+                self._write_one(staged[0])
+            else:
+                journal = self._write_journaled(staged)
+            rel = ev.shard_relpath(self.writer_id, txn.at)
+            size = append_line(self.layout.events / rel, b"".join(ev.encode(s.event) for s in staged))
+            if journal is not None:
+                os.unlink(journal)
+        except OSError as exc:
+            raise CodexmemError("ERR_WRITE_FAILED", f"could not write to the store: {exc.strerror or exc}") from None
+        try:
+            with index.transaction() as conn:
+                for s in staged:
+                    index.apply_write(conn, s.kind, s.rid, s.channel, s.data, s.raw)
+                index.note_shard(conn, rel, size)
+                for key, answer in txn._answers:
+                    index.remember_answer(conn, key, answer)
+        except Exception:
+            index.close()
+            if index.path is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(index.path)
+
+    def _write_one(self, s: _Staged) -> None:
+        path = self.layout.path(s.kind, s.rid, s.channel)
+        if s.data is None:
+            os.unlink(path)
+            fsync_dir(path.parent)
+        else:
+            atomic_write(path, s.raw)
+
+    def _write_journaled(self, staged: list[_Staged]) -> Path:
+        """Temporary files, a journal naming them, the renames; the caller drops the journal."""
+        entries: list[dict[str, str | None]] = []
+        temps: list[Path] = []
+        try:
+            for s in staged:
+                path = self.layout.path(s.kind, s.rid, s.channel)
+                tmp = write_temp(path, s.raw) if s.data is not None else None
+                if tmp is not None:
+                    temps.append(tmp)
+                entries.append(
+                    {
+                        "final": path.relative_to(self.root).as_posix(),
+                        "tmp": tmp.relative_to(self.root).as_posix() if tmp else None,
+                    }
+                )
+            journal_dir = self.root / JOURNAL_DIR
+            journal_dir.mkdir(exist_ok=True)
+            journal = journal_dir / f"{staged[0].event['event_id']}.json"
+            body = {"entries": entries, "events": [s.event for s in staged], "writer": self.writer_id}
+            atomic_write(journal, json.dumps(body).encode("utf-8"))
+        except BaseException:
+            for tmp in temps:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+            raise
+        self._roll_forward(entries)
+        return journal
+
+    def _roll_forward(self, entries: list[dict[str, str | None]]) -> None:
+        dirs: set[Path] = set()
+        for entry in entries:
+            final = self._inside(str(entry["final"]))
+            tmp = entry.get("tmp")
+            if tmp:
+                tmp_path = self._inside(tmp)
+                if tmp_path.exists():
+                    os.replace(tmp_path, final)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(final)
+            dirs.add(final.parent)
+        for d in dirs:
+            fsync_dir(d)
+
+    def _inside(self, rel: str) -> Path:
+        path = (self.root / rel).resolve(strict=False)
+        if not path.is_relative_to(self.root.resolve()):
+            raise CodexmemError("ERR_WRITE_FAILED", f"journal names a path outside the store: {rel[:80]}")
+        return path
+
+    def _recover_journal(self) -> None:
+        """Finish a multi-file change that a crash interrupted (called under the lock)."""
+        journal_dir = self.root / JOURNAL_DIR
+        if not journal_dir.is_dir():
+            return
+        for journal in sorted(journal_dir.glob("*.json")):
+            try:
+                body = json.loads(journal.read_text("utf-8"))
+                entries = body["entries"]
+                events = body["events"]
+            except (OSError, ValueError, KeyError, TypeError):
+                os.unlink(journal)  # written atomically, so unreadable means never committed
+                continue
+            self._roll_forward(entries)
+            rel = ev.shard_relpath(self.writer_id, events[0]["at"])
+            known = {
+                line.event["event_id"]
+                for _, path in ev.list_shards(self.layout.events)
+                for line in ev.read_lines(path)
+                if line.event is not None
+            }
+            missing = [e for e in events if e["event_id"] not in known]
+            if missing:
+                append_line(self.layout.events / rel, b"".join(ev.encode(e) for e in missing))
+            os.unlink(journal)
+        with contextlib.suppress(OSError):
+            journal_dir.rmdir()
+
+
+def find_kind(name: str) -> Kind:
+    return KINDS[name]

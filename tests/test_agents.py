@@ -1,0 +1,183 @@
+"""AGENTS.md: golden renderings, --check for CI, and installation modes that never clobber."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from codexmem.errors import CodexmemError, Warnings
+from codexmem.render.agents import (
+    BEGIN_MARKER,
+    END_MARKER,
+    MAX_AGENTS_BYTES,
+    Plan,
+    apply_overrides,
+    install,
+    project_agents_path,
+    project_context,
+    render_global,
+    render_project,
+    unresolved_placeholders,
+)
+from codexmem.store.store import Store
+
+GOLDEN = Path(__file__).parent / "golden"
+CONFIG = """\
+format: 1
+system: {id: sys_order_platform, name: order-platform}
+projects:
+  - id: proj_order_web
+    name: order-web
+    system: sys_order_platform
+    remotes: ["git@github.com:example/order-web.git"]
+    relations: [{project: proj_order_api, relation_type: calls_api_of}]
+    preferred_tags: [validation, api]
+  - id: proj_order_api
+    name: order-api
+    system: sys_order_platform
+"""
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    root = tmp_path / "store"
+    root.mkdir()
+    (root / "codexmem.yaml").write_text(CONFIG)
+    return Store(root)
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "codexmem", *args], capture_output=True, text=True, check=False)
+
+
+def test_project_rendering_matches_golden(store: Store) -> None:
+    text = render_project(project_context(store, "proj_order_web"))
+    assert text == (GOLDEN / "agents_order_web.md").read_text("utf-8")
+    assert len(text.encode()) < MAX_AGENTS_BYTES // 4
+    assert unresolved_placeholders(text) == []
+
+
+def test_related_free_project_and_global_match_golden(store: Store) -> None:
+    text = render_project(project_context(store, "proj_order_api"))
+    assert text == (GOLDEN / "agents_order_api.md").read_text("utf-8")
+    assert "No related projects are declared" in text
+    assert render_global() == (GOLDEN / "agents_global.md").read_text("utf-8")
+
+
+def test_rendering_is_stable_instruction_text(store: Store) -> None:
+    first = render_project(project_context(store, "proj_order_web"))
+    # Writing memory must not change AGENTS.md: it carries no session state or handoff contents.
+    from codexmem.models import ScopeRef, Session
+    from codexmem.store.ids import new_id
+    from codexmem.store.layout import SESSION
+    from codexmem.timeutil import now_ts
+
+    scope = ScopeRef(system_id="sys_order_platform", project_id="proj_order_web", workspace_id="ws_order_web_main")
+    at = now_ts()
+    with store.transaction("cli:test") as txn:
+        txn.put(
+            SESSION,
+            Session(session_id=new_id("sess"), version=1, scope=scope, status="active", task="x", started_at=at, updated_at=at),
+            event_type="created",
+            changed=[],
+        )
+    assert render_project(project_context(store, "proj_order_web")) == first
+
+
+def test_unknown_values_stay_visible_as_placeholders(store: Store) -> None:
+    ctx = project_context(store, "proj_order_api")
+    ctx.system_name = "<system-name>"
+    assert unresolved_placeholders(render_project(ctx)) == ["<system-name>"]
+
+
+def test_overrides_apply_for_one_render(store: Store) -> None:
+    ctx = apply_overrides(
+        project_context(store, "proj_order_web"),
+        project_name="web",
+        related_repositories=["order-api", "order-worker", "order-api"],
+        preferred_tags=[" go ", "go", "mcp"],
+        allow_related_project_memory=False,
+    )
+    text = render_project(ctx)
+    assert "- Project name: web" in text
+    assert "order-worker" in text and text.count("- order-api") == 1
+    assert "`go`, `mcp`." in text
+    assert "off by default" in text
+    assert "- Project name: order-web" in render_project(project_context(store, "proj_order_web"))
+
+
+def test_cli_check_detects_drift(store: Store, tmp_path: Path) -> None:
+    out = tmp_path / "AGENTS.md"
+    args = ["agents", "--store", str(store.root), "--project", "proj_order_web", "--out", str(out)]
+    assert run_cli(*args).returncode == 0
+    assert run_cli(*args, "--check").returncode == 0
+    out.write_text(out.read_text() + "hand edit\n")
+    result = run_cli(*args, "--check")
+    assert result.returncode == 1
+    assert "differs" in result.stderr
+
+
+def test_cli_needs_a_project_when_several_are_declared(store: Store) -> None:
+    result = run_cli("agents", "--store", str(store.root))
+    assert result.returncode == 2
+    assert "proj_order_web" in result.stderr
+
+
+def test_safe_mode_never_touches_an_existing_file(tmp_path: Path) -> None:
+    target = tmp_path / "AGENTS.md"
+    target.write_bytes(b"# Ours\r\nkeep me\r\n")
+    warnings = Warnings()
+    result = install([Plan("project", target, "# codexmem\n")], "safe", warnings)
+    assert result["written_files"] == []
+    assert result["skipped_files"][0]["path"] == str(target)
+    assert warnings.codes() == ["WARN_EXISTING_AGENTS_SKIPPED"]
+    assert target.read_bytes() == b"# Ours\r\nkeep me\r\n"
+
+
+def test_append_three_times_leaves_one_block_and_keeps_the_rest(tmp_path: Path) -> None:
+    target = tmp_path / "AGENTS.md"
+    original = "# Team rules\n\nBe kind.  \n"
+    target.write_text(original)
+    for content in ("# v1\n", "# v2\n", "# v3\n"):
+        install([Plan("project", target, content)], "append", Warnings())
+    text = target.read_text()
+    assert text.count(BEGIN_MARKER) == 1 and text.count(END_MARKER) == 1
+    assert text.startswith(original)
+    assert "# v3" in text and "# v1" not in text and "# v2" not in text
+    # Text after the block is kept byte for byte too.
+    target.write_text(text + "trailing notes\n")
+    install([Plan("project", target, "# v4\n")], "append", Warnings())
+    assert target.read_text().endswith(END_MARKER + "\ntrailing notes\n")
+
+
+def test_overwrite_and_placeholder_warning(tmp_path: Path) -> None:
+    target = tmp_path / "sub" / "AGENTS.md"
+    warnings = Warnings()
+    result = install([Plan("project", target, "- System name: <system-name>\n")], "overwrite", warnings)
+    assert result["written_files"] == [{"path": str(target), "target": "project", "mode": "overwrite"}]
+    assert "WARN_PLACEHOLDERS_UNRESOLVED" in warnings.codes()
+
+
+def test_symlinked_agents_file_is_refused(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere.md"
+    elsewhere.write_text("secret\n")
+    target = tmp_path / "AGENTS.md"
+    os.symlink(elsewhere, target)
+    with pytest.raises(CodexmemError) as info:
+        install([Plan("project", target, "x\n")], "overwrite", Warnings())
+    assert info.value.code == "ERR_AGENTS_WRITE_DENIED"
+    assert elsewhere.read_text() == "secret\n"
+
+
+def test_project_target_needs_a_git_work_tree(tmp_path: Path) -> None:
+    with pytest.raises(CodexmemError) as info:
+        project_agents_path(str(tmp_path / "not-a-repo"))
+    assert info.value.code == "ERR_INVALID_TARGET"
+    repo = tmp_path / "repo"
+    (repo / "src").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    assert project_agents_path(str(repo / "src")) == repo / "AGENTS.md"
