@@ -63,8 +63,9 @@ def append_line(path: Path, line: bytes) -> int:
     try:
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
-            # A writer killed mid-line left a fragment: end it so this line stays whole.
-            line = b"\n" + line
+            # A writer killed mid-line left a fragment. Its change was never acknowledged (the
+            # event is the last step), so drop the fragment rather than leave a malformed line.
+            os.ftruncate(fd, _last_line_end(fd, size))
         view = memoryview(line)
         while view:
             view = view[os.write(fd, view) :]
@@ -75,6 +76,19 @@ def append_line(path: Path, line: bytes) -> int:
     if created:
         fsync_dir(path.parent)
     return size
+
+
+def _last_line_end(fd: int, size: int) -> int:
+    """Offset just past the last newline of the file (0 when there is none)."""
+    pos = size
+    while pos > 0:
+        start = max(0, pos - 65536)
+        chunk = os.pread(fd, pos - start, start)
+        cut = chunk.rfind(b"\n")
+        if cut >= 0:
+            return start + cut + 1
+        pos = start
+    return 0
 
 
 def read_bytes_nofollow(path: Path, limit: int) -> bytes:

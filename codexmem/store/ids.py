@@ -16,11 +16,11 @@ from ulid import ULID
 from codexmem.errors import CodexmemError
 
 RECORD_PREFIXES = ("sess", "note", "handoff", "import", "item", "evt")
-_ULID_RE = "[0-9A-HJKMNP-TV-Z]{26}"
-_RECORD_ID_RE = re.compile(rf"^(?P<prefix>{'|'.join(RECORD_PREFIXES)})_(?P<ulid>{_ULID_RE})$")
+_ULID_RE = "[0-7][0-9A-HJKMNP-TV-Z]{25}"  # 128 bits: the first character is at most 7
+_RECORD_ID_RE = re.compile(rf"^(?P<prefix>{'|'.join(RECORD_PREFIXES)})_(?P<ulid>{_ULID_RE})\Z")
 SCOPE_PREFIXES = ("sys", "proj", "ws")
-_SCOPE_ID_RE = re.compile(r"^(sys|proj|ws)_[a-z0-9][a-z0-9_]{0,95}$")
-CHANNEL_ID_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
+_SCOPE_ID_RE = re.compile(r"^(sys|proj|ws)_[a-z0-9][a-z0-9_]{0,95}\Z")
+CHANNEL_ID_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}\Z")
 _SLUG_RE = re.compile(r"[^a-z0-9]+")
 
 _lock = threading.Lock()

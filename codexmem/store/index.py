@@ -51,7 +51,7 @@ from codexmem.store.layout import (
 from codexmem.store.yamlio import MAX_YAML_BYTES
 from codexmem.timeutil import now_ts
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 6
 SEQ_FACTOR = 10_000_000_000  # public sequence = epoch * SEQ_FACTOR + local sequence
 
 _SCHEMA = """
@@ -72,7 +72,11 @@ CREATE INDEX records_channel ON records(kind, channel, id);
 CREATE INDEX records_session ON records(session_id, kind);
 CREATE INDEX records_updated ON records(kind, updated_at);
 CREATE INDEX records_dir ON records(dir);
-CREATE VIRTUAL TABLE fts USING fts5(title, body, extra, tokenize='porter unicode61 remove_diacritics 2');
+-- Two full-text tables over the same text: a plain one for word-prefix queries ("pay"* finds
+-- payment; porter would stem the prefix itself to "pai") and a porter one for stems (validate
+-- finds validation). A search matches either.
+CREATE VIRTUAL TABLE fts USING fts5(title, body, extra, tokenize='unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE fts_stem USING fts5(title, body, extra, tokenize='porter unicode61 remove_diacritics 2');
 CREATE TABLE bad_files(
   path TEXT PRIMARY KEY, dir TEXT NOT NULL, inode INTEGER, mtime_ns INTEGER, size INTEGER, problem TEXT NOT NULL
 );
@@ -109,6 +113,23 @@ QUERY_COLUMNS = frozenset(
         "updated_at",
     }
 )
+
+
+@dataclass(frozen=True)
+class TextQuery:
+    """Words to search for; each is quoted, so no FTS5 syntax can come in with them."""
+
+    words: tuple[str, ...]
+    any_word: bool = False
+
+    def _join(self, terms: Iterable[str]) -> str:
+        return (" OR " if self.any_word else " ").join(terms)
+
+    def prefix_match(self) -> str:
+        return self._join('"' + w.replace('"', '""') + '"*' for w in self.words)
+
+    def stem_match(self) -> str:
+        return self._join('"' + w.replace('"', '""') + '"' for w in self.words)
 
 
 class IndexCorrupt(Exception):
@@ -333,8 +354,8 @@ class Index:
                 stored = self._stored_state(conn)
                 if not full and current == stored:
                     return report
-                self._ingest_shards(conn, report)
                 git_moved = any(current.get(k) != stored.get(k) for k in current if k.startswith("g:"))
+                self._ingest_shards(conn, report, reread=git_moved)
                 if full or git_moved:
                     dirs = {k[2:] for k in current if k.startswith("d:")}
                 else:
@@ -345,7 +366,7 @@ class Index:
                 }
                 touched: list[str] = []
                 for rel in sorted(dirs):
-                    touched += self._scan_dir(conn, rel, report, stat_all=full)
+                    touched += self._scan_dir(conn, rel, report, stat_all=full or git_moved)
                 self._synthesize_events(conn, report, touched)
                 conn.execute("DELETE FROM watch")
                 conn.executemany("INSERT INTO watch(key, value) VALUES (?, ?)", sorted(current.items()))
@@ -473,15 +494,18 @@ class Index:
                 (*params, rowid),
             )
             conn.execute("DELETE FROM fts WHERE rowid=?", (rowid,))
+            conn.execute("DELETE FROM fts_stem WHERE rowid=?", (rowid,))
         texts = fts_texts(kind, data)
         if texts is not None:
             conn.execute("INSERT INTO fts(rowid, title, body, extra) VALUES (?,?,?,?)", (rowid, *texts))
+            conn.execute("INSERT INTO fts_stem(rowid, title, body, extra) VALUES (?,?,?,?)", (rowid, *texts))
 
     def _remove_path(self, conn: sqlite3.Connection, rel: str, report: ScanReport, *, quiet: bool = False) -> None:
         row = conn.execute("SELECT rowid, kind, id, channel, version FROM records WHERE path=?", (rel,)).fetchone()
         if row is None:
             return
         conn.execute("DELETE FROM fts WHERE rowid=?", (row[0],))
+        conn.execute("DELETE FROM fts_stem WHERE rowid=?", (row[0],))
         conn.execute("DELETE FROM records WHERE rowid=?", (row[0],))
         report.removed += 1
         if quiet:
@@ -494,8 +518,13 @@ class Index:
             self._synthesize(conn, kind, rid, channel, "deleted", version, [], f"{rel}:deleted:{version}")
             report.events_synthesized += 1
 
-    def _ingest_shards(self, conn: sqlite3.Connection, report: ScanReport) -> None:
-        consumed = {row[0]: row[1] for row in conn.execute("SELECT path, consumed FROM shards")}
+    def _ingest_shards(self, conn: sqlite3.Connection, report: ScanReport, *, reread: bool = False) -> None:
+        """Read the shards' new lines; ``reread`` (after a checkout, merge or pull) reads them whole.
+
+        A checkout can swap a shard for another branch's version that shares only its start, so
+        the offset read so far means nothing then; events are deduplicated by id.
+        """
+        consumed = {} if reread else {row[0]: row[1] for row in conn.execute("SELECT path, consumed FROM shards")}
         for rel, path in ev.list_shards(self.layout.events):
             start = consumed.get(rel, 0)
             try:
@@ -691,19 +720,27 @@ class Index:
     def search(
         self,
         kinds: Iterable[Kind],
-        match: str,
+        query: TextQuery,
         *,
         where_in: dict[str, Sequence[Any]] | None = None,
         min_importance: int | None = None,
         limit: int = 50,
     ) -> list[tuple[dict[str, Any], float]]:
-        """Full-text hits as (record data, bm25 score; lower is better), best first."""
+        """Full-text hits as (record data, bm25 score; lower is better), best first.
+
+        A record matches when its words start with the query's words or share their stems.
+        """
+        if not query.words:
+            return []
         kind_names = [k.name for k in kinds]
         sql = (
-            "SELECT r.data, bm25(fts, 4.0, 1.0, 2.0) AS score FROM fts JOIN records r ON r.rowid = fts.rowid"
-            f" WHERE fts MATCH ? AND r.kind IN ({','.join('?' * len(kind_names))})"
+            "SELECT r.data, MIN(h.score) AS best FROM ("
+            " SELECT rowid, bm25(fts, 4.0, 1.0, 2.0) AS score FROM fts WHERE fts MATCH ?"
+            " UNION ALL"
+            " SELECT rowid, bm25(fts_stem, 4.0, 1.0, 2.0) AS score FROM fts_stem WHERE fts_stem MATCH ?"
+            f") h JOIN records r ON r.rowid = h.rowid WHERE r.kind IN ({','.join('?' * len(kind_names))})"
         )
-        params: list[Any] = [match, *kind_names]
+        params: list[Any] = [query.prefix_match(), query.stem_match(), *kind_names]
         for col, values in (where_in or {}).items():
             _check_col(col)
             values = list(values)
@@ -714,13 +751,13 @@ class Index:
         if min_importance is not None:
             sql += " AND (r.kind != 'note' OR r.importance >= ?)"
             params.append(min_importance)
-        sql += " ORDER BY score LIMIT ?"
+        sql += " GROUP BY r.rowid ORDER BY best LIMIT ?"
         params.append(limit)
         with self._mutex:
             try:
                 rows = self.conn.execute(sql, params).fetchall()
             except sqlite3.OperationalError:
-                return []  # a query FTS cannot parse matches nothing; inputs are quoted upstream
+                return []  # defensive: TextQuery quotes every word, so FTS syntax cannot get in
         return [(json.loads(r[0]), float(r[1])) for r in rows]
 
     def bad_files(self) -> list[BadFile]:

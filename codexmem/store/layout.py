@@ -156,11 +156,21 @@ def _need_channel(channel: str | None) -> str:
 
 def serialize(kind: Kind, data: dict[str, Any]) -> bytes:
     """The exact bytes of a record file. ``data`` is the model dump in field order."""
-    clean = {k: v for k, v in data.items() if v is not None}
+    # Unset keys are left out; a schema's nested config too, so a reviewer reads only what is set.
+    # (Items keep nested nulls: a json field may hold them.)
+    clean = _drop_none(data) if kind.name == "channel" else {k: v for k, v in data.items() if v is not None}
     if kind.body_field:
         body = str(clean.pop(kind.body_field, ""))
         return join_front_matter(clean, body).encode("utf-8")
     return dump_yaml(clean).encode("utf-8")
+
+
+def _drop_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _drop_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_drop_none(v) for v in value]
+    return value
 
 
 def parse(kind: Kind, raw: bytes, *, source: str) -> dict[str, Any]:

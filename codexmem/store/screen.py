@@ -1,8 +1,9 @@
 """Secret screening on the write path: every text a record would put on disk passes here.
 
 Done in the store's one write path, not in each service, so no tool, CLI command or import can
-forget it. Ids, timestamps and enum-like keys are skipped: they are validated elsewhere and are
-exactly the look-alikes (hashes, ULIDs) that must never be refused.
+forget it. Record ids, timestamps and enum-like keys are skipped: the models validate their shape, and they
+are exactly the look-alikes (hashes, ULIDs) that must never be refused. Free text that arrives
+from outside under an id-like name (an import's ``external_id``) is scanned like any text.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ SKIP_KEYS = frozenset(
         "version", "scope", "status", "type", "kind", "source", "importance", "created_at", "updated_at",
         "started_at", "ended_at", "imported_at", "payload_hash", "suppressed", "suppression_reason",
         "content_changed", "record_channel_id", "superseded_by", "related_note_ids", "related_project_ids",
-        "durable_memory_id",
+        "durable_memory_id", "note_id", "handoff_id", "import_id", "item_id", "session_id",
     }
 )  # fmt: skip
 
@@ -27,7 +28,7 @@ def _strings(data: Any, path: str) -> Iterator[tuple[str, str]]:
         yield path, data
     elif isinstance(data, dict):
         for key, value in data.items():
-            if path == "" and (key in SKIP_KEYS or key.endswith("_id")):
+            if path == "" and key in SKIP_KEYS:
                 continue
             yield from _strings(value, f"{path}.{key}" if path else str(key))
     elif isinstance(data, list):

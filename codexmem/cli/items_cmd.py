@@ -1,0 +1,137 @@
+"""``codexmem items``: add, edit, remove and list the items of a record channel.
+
+The same service functions the MCP tools use, so a person's change is validated, versioned and
+logged exactly like an agent's (actor ``cli:<user>``) and shows up in ``poll_resource_events``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+TABLE_FIELDS = 4
+CELL_CHARS = 40
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser("items", help="record items: add, edit, rm, list")
+    actions = p.add_subparsers(dest="action", metavar="ACTION")
+    actions.required = True
+
+    add = actions.add_parser("add", parents=[common], help="add an item; prints only its id")
+    add.add_argument("channel", metavar="CHANNEL")
+    add.add_argument("--json", required=True, metavar="JSON", help="the values as a JSON object")
+    add.set_defaults(func=run_add)
+
+    edit = actions.add_parser("edit", parents=[common], help="change fields of an item")
+    edit.add_argument("channel", metavar="CHANNEL")
+    edit.add_argument("item_id", metavar="ITEM")
+    edit.add_argument("--json", required=True, metavar="JSON", help="the fields to change as a JSON object")
+    edit.add_argument(
+        "--expected-version", type=int, metavar="N", help="refuse the edit unless the item is at version N"
+    )
+    edit.set_defaults(func=run_edit)
+
+    rm = actions.add_parser("rm", parents=[common], help="remove an item (its history stays in the events)")
+    rm.add_argument("channel", metavar="CHANNEL")
+    rm.add_argument("item_id", metavar="ITEM")
+    rm.set_defaults(func=run_rm)
+
+    ls = actions.add_parser("list", parents=[common], help="a table of the items, newest first")
+    ls.add_argument("channel", metavar="CHANNEL")
+    ls.add_argument("--limit", type=int, metavar="N", help="show at most N items")
+    ls.set_defaults(func=run_list)
+
+
+def _values(text: str) -> dict[str, Any]:
+    import json
+
+    from codexmem.errors import CodexmemError
+
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise CodexmemError("ERR_INVALID_INPUT", f"--json is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise CodexmemError("ERR_INVALID_INPUT", "--json must be a JSON object of field keys to values")
+    return data
+
+
+def run_add(args: argparse.Namespace) -> int:
+    from codexmem.cli.common import open_store
+    from codexmem.records import service
+    from codexmem.store.store import cli_actor
+    from codexmem.timeutil import utcnow
+
+    item = service.create_item(open_store(args), args.channel, _values(args.json), actor=cli_actor(), now=utcnow())
+    print(item["id"])
+    return 0
+
+
+def run_edit(args: argparse.Namespace) -> int:
+    from codexmem.cli.common import open_store
+    from codexmem.records import service
+    from codexmem.store.store import cli_actor
+    from codexmem.timeutil import utcnow
+
+    result = service.edit_item(
+        open_store(args),
+        args.channel,
+        args.item_id,
+        _values(args.json),
+        expected_version=args.expected_version,
+        idempotency_key=None,
+        actor=cli_actor(),
+        now=utcnow(),
+    )
+    print(f"{args.item_id} is now at version {result.answer['item']['version']}")
+    return 0
+
+
+def run_rm(args: argparse.Namespace) -> int:
+    from codexmem.cli.common import open_store
+    from codexmem.records import service
+    from codexmem.store.store import cli_actor
+    from codexmem.timeutil import utcnow
+
+    service.delete_item(open_store(args), args.channel, args.item_id, actor=cli_actor(), now=utcnow())
+    print(f"removed {args.item_id}")
+    return 0
+
+
+def run_list(args: argparse.Namespace) -> int:
+    from codexmem.cli.common import open_store
+    from codexmem.records import service
+    from codexmem.timeutil import utcnow
+
+    store = open_store(args)
+    now = utcnow()
+    schema = service.get_schema(store, args.channel)
+    keys = [f.key for f in schema.fields[:TABLE_FIELDS]]
+    rows: list[list[str]] = [["id", "version", *keys]]
+    before: str | None = None
+    while args.limit is None or len(rows) - 1 < args.limit:
+        page = service.list_items(store, args.channel, before_id=before, limit=service.MAX_PAGE, now=now)
+        for item in page.items:
+            rows.append([item["id"], str(item["version"]), *(_cell(item["values"].get(k)) for k in keys)])
+        if not page.has_more:
+            break
+        before = page.items[-1]["id"]
+    if args.limit is not None:
+        rows = rows[: args.limit + 1]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    print(f"({len(rows) - 1} items)")
+    return 0
+
+
+def _cell(value: Any) -> str:
+    """One table cell: on one line, at most CELL_CHARS characters."""
+    import json
+
+    if value is None:
+        return ""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = " ".join(text.split())
+    return text if len(text) <= CELL_CHARS else text[: CELL_CHARS - 1] + "…"

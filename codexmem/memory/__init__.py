@@ -1,0 +1,1 @@
+"""Memory layer: repository discovery and scope identity for stored records."""

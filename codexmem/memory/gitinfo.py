@@ -1,0 +1,504 @@
+"""Repository discovery and remote normalization by pure filesystem reads.
+
+Scope resolution runs on every bootstrap, so this module never spawns ``git``: it walks up from the
+working directory looking for ``.git`` and reads the few plain files it needs (``.git`` gitfiles,
+``commondir``, ``config``, ``HEAD``). Every read is tolerant: an unreadable or odd file simply yields
+"unknown" (empty remote, empty branch) instead of an exception, because a weak scope is better than
+a failed bootstrap.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "RepoInfo",
+    "discover_repository",
+    "find_git_root",
+    "name_from_remote",
+    "normalize_path",
+    "normalize_remote",
+]
+
+# Small metadata files (.git gitfile, HEAD, commondir) are tiny; a cap keeps a hostile or corrupt
+# file from costing time. Config files can legitimately be larger.
+_SMALL_FILE_LIMIT = 64 * 1024
+_CONFIG_LIMIT = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class RepoInfo:
+    """What scope resolution needs to know about the repository around a directory."""
+
+    has_git: bool
+    root: Path
+    """Git work-tree root, or the absolute, normalized directory itself when no git was found."""
+    git_dir: Path | None
+    """The git dir of this work tree (for a linked worktree: ``.git/worktrees/<name>``)."""
+    common_dir: Path | None
+    """The shared git dir holding config and refs; equal to ``git_dir`` for a normal repository."""
+    remote: str
+    """Raw url of remote ``origin``, else the first remote url in config, else ``""``."""
+    branch: str
+    """Current branch name; ``""`` when HEAD is detached or unknown."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Paths
+
+
+def _abs_clean(p: str | Path) -> str:
+    """Absolute, lexically cleaned path (no symlink resolution, so moved checkouts stay predictable)."""
+    cleaned = os.path.normpath(os.path.abspath(os.fspath(p)))
+    # POSIX keeps a leading "//" (implementation-defined); one slash is what everyone else means.
+    if os.sep == "/" and cleaned.startswith("//"):
+        cleaned = "/" + cleaned.lstrip("/")
+    return cleaned
+
+
+def normalize_path(p: str | Path) -> str:
+    """Absolute, lexically cleaned path with forward slashes and no trailing slash.
+
+    This is the workspace key, so it must be stable for the same directory however it was spelled.
+    Symlinks are not resolved. On Windows the path is also case-folded (``os.path.normcase``) because
+    the filesystem is case-insensitive; on POSIX case is preserved.
+    """
+    cleaned = os.path.normcase(_abs_clean(p))
+    if os.sep != "/":
+        cleaned = cleaned.replace(os.sep, "/")
+    if os.altsep and os.altsep != "/":
+        cleaned = cleaned.replace(os.altsep, "/")
+    stripped = cleaned.rstrip("/")
+    # Keep the root itself ("/" or "c:/") rather than turning it into "" or a drive-relative "c:".
+    if not stripped or (len(stripped) == 2 and stripped[1] == ":"):
+        return stripped + "/"
+    return stripped
+
+
+# --------------------------------------------------------------------------------------------------
+# Tolerant file reads
+
+
+def _read_text(path: Path, limit: int) -> str | None:
+    """Read a regular file as text, or ``None`` when it is missing, unreadable or not a regular file.
+
+    Non-regular files (FIFOs, devices) are refused because opening them could block or never end.
+    """
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        with open(path, "rb") as fh:
+            data = fh.read(limit)
+    except (OSError, ValueError):
+        return None
+    return data.decode("utf-8", errors="replace")
+
+
+def _first_line(path: Path) -> str | None:
+    text = _read_text(path, _SMALL_FILE_LIMIT)
+    if text is None:
+        return None
+    lines = text.splitlines()
+    return lines[0].strip() if lines else ""
+
+
+def _join_clean(base: Path, target: str) -> Path:
+    """Resolve ``target`` against ``base`` lexically (git writes these paths; we only clean them)."""
+    return Path(os.path.normpath(os.path.join(base, target)))
+
+
+# --------------------------------------------------------------------------------------------------
+# Discovery
+
+
+@dataclass(frozen=True)
+class _Found:
+    root: Path
+    git_dir: Path | None
+
+
+def _gitfile_target(gitfile: Path, holder: Path) -> Path | None:
+    """Target of a ``gitdir: <path>`` file (worktrees, submodules), relative to the holding dir."""
+    line = _first_line(gitfile)
+    if line is None or not line.lower().startswith("gitdir:"):
+        return None
+    target = line[len("gitdir:") :].strip()
+    if not target:
+        return None
+    return _join_clean(holder, target)
+
+
+def _locate(start: str) -> _Found | None:
+    """Walk up from ``start`` to the nearest directory holding ``.git``.
+
+    A non-existent start is fine: its parents are checked like any other directory.
+    """
+    current = Path(start)
+    for directory in (current, *current.parents):
+        marker = directory / ".git"
+        try:
+            st = os.stat(marker)
+        except (OSError, ValueError):
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            return _Found(directory, marker)
+        if stat.S_ISREG(st.st_mode):
+            # A .git file marks a work tree even when it is not a valid gitfile (as in the original);
+            # then the git dir is unknown rather than guessed, so nothing is read from the work tree.
+            return _Found(directory, _gitfile_target(marker, directory))
+        # FIFOs, sockets and devices named .git are not repositories: keep walking.
+    return None
+
+
+def find_git_root(cwd: str | Path) -> Path | None:
+    """Work-tree root of the repository containing ``cwd``, or ``None`` outside any repository."""
+    found = _locate(_abs_clean(cwd))
+    return found.root if found else None
+
+
+def _common_dir(git_dir: Path) -> Path:
+    """Shared git dir: linked worktrees name it in ``commondir`` (relative to their own git dir)."""
+    line = _first_line(git_dir / "commondir")
+    if not line:
+        return git_dir
+    return _join_clean(git_dir, line)
+
+
+def _read_branch(git_dir: Path) -> str:
+    """Branch from ``HEAD``; a detached, missing or unusual HEAD means "unknown" (``""``)."""
+    line = _first_line(git_dir / "HEAD")
+    if not line or not line.startswith("ref:"):
+        return ""
+    ref = line[len("ref:") :].strip()
+    prefix = "refs/heads/"
+    if not ref.startswith(prefix):
+        return ""
+    branch = ref[len(prefix) :]
+    # With the reftable backend HEAD is a stub pointing at "refs/heads/.invalid".
+    if branch == ".invalid":
+        return ""
+    return branch
+
+
+def discover_repository(cwd: str | Path) -> RepoInfo:
+    """Describe the repository around ``cwd`` (which need not exist) without running ``git``.
+
+    Linked worktrees read the remote from the shared config found through ``commondir``, so every
+    worktree of a repository resolves to the same remote as its main checkout.
+    """
+    start = _abs_clean(cwd)
+    found = _locate(start)
+    if found is None:
+        return RepoInfo(False, Path(start), None, None, "", "")
+    if found.git_dir is None:
+        return RepoInfo(True, found.root, None, None, "", "")
+    common = _common_dir(found.git_dir)
+    return RepoInfo(
+        has_git=True,
+        root=found.root,
+        git_dir=found.git_dir,
+        common_dir=common,
+        remote=_read_remote(common / "config"),
+        branch=_read_branch(found.git_dir),
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Config parsing (only what we need: remote urls)
+
+# Written so that no two quantifiers compete for the same characters: a hostile header must not
+# trigger quadratic backtracking (the name cannot hold spaces, the quoted part must start with '"').
+_SECTION_RE = re.compile(r'^\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*$', re.DOTALL)
+_KEY_RE = re.compile(r"^([A-Za-z][A-Za-z0-9-]*)\s*(?:=(.*))?$", re.DOTALL)
+_ESCAPES = {"n": "\n", "t": "\t", "b": "\b", "\\": "\\", '"': '"'}
+
+
+def _section_end(line: str) -> int:
+    """Index of the ``]`` closing a section header, honouring quotes; -1 when unterminated."""
+    in_quotes = False
+    i = 1
+    while i < len(line):
+        c = line[i]
+        if c == "\\" and in_quotes:
+            i += 2
+            continue
+        if c == '"':
+            in_quotes = not in_quotes
+        elif c == "]" and not in_quotes:
+            return i
+        i += 1
+    return -1
+
+
+def _remote_name(header: str) -> str | None:
+    """Remote name for a ``remote "<name>"`` (or legacy ``remote.<name>``) header, else ``None``."""
+    m = _SECTION_RE.match(header)
+    if not m:
+        return None
+    section, sub = m.group(1), m.group(2)
+    if sub is not None:
+        if section.lower() != "remote":
+            return None
+        return re.sub(r"\\(.)", r"\1", sub, flags=re.DOTALL)
+    lowered = section.lower()
+    if lowered.startswith("remote.") and len(lowered) > len("remote."):
+        return lowered[len("remote.") :]
+    return None
+
+
+def _parse_value(raw: str) -> str:
+    """Decode a git config value: quotes, backslash escapes, inline comments, whitespace runs."""
+    out: list[str] = []
+    in_quotes = False
+    pending_space = 0
+    i = 0
+    while i < len(raw):
+        c = raw[i]
+        i += 1
+        if c == "\\":
+            if i >= len(raw):
+                break
+            c = _ESCAPES.get(raw[i], raw[i])
+            i += 1
+        elif c == '"':
+            in_quotes = not in_quotes
+            continue
+        elif not in_quotes and c in "#;":
+            break
+        elif not in_quotes and c.isspace():
+            if out:
+                pending_space += 1
+            continue
+        out.append(" " * pending_space + c)
+        pending_space = 0
+    return "".join(out)
+
+
+def _config_remote_urls(text: str) -> list[tuple[str, str]]:
+    """``(remote name, url)`` pairs in file order; malformed lines are skipped, never fatal."""
+    urls: list[tuple[str, str]] = []
+    lines = text.splitlines()
+    remote: str | None = None
+    i = 0
+    while i < len(lines):
+        line = lines[i].strip()
+        i += 1
+        if line.startswith("["):
+            end = _section_end(line)
+            if end < 0:
+                remote = None
+                continue
+            remote = _remote_name(line[1:end])
+            line = line[end + 1 :].strip()  # git allows "key = value" after the header
+        if not line or line[0] in "#;" or remote is None:
+            continue
+        # A trailing unescaped backslash continues the value on the next line (joined once at the
+        # end, so a long chain of continuations stays linear).
+        parts = [line]
+        while (len(parts[-1]) - len(parts[-1].rstrip("\\"))) % 2 == 1 and i < len(lines):
+            parts[-1] = parts[-1][:-1]
+            parts.append(lines[i])
+            i += 1
+        line = "".join(parts)
+        m = _KEY_RE.match(line)
+        if not m or m.group(2) is None or m.group(1).lower() != "url":
+            continue
+        url = _parse_value(m.group(2).strip())
+        if url:
+            urls.append((remote, url))
+    return urls
+
+
+def _remote_from_config_text(text: str) -> str:
+    """Pick ``origin``'s url, else the first remote url, else ``""``."""
+    urls = _config_remote_urls(text)
+    for name, url in urls:
+        if name == "origin":
+            return url
+    return urls[0][1] if urls else ""
+
+
+def _read_remote(config: Path) -> str:
+    text = _read_text(config, _CONFIG_LIMIT)
+    if text is None:
+        return ""
+    return _remote_from_config_text(text)
+
+
+# --------------------------------------------------------------------------------------------------
+# Remote normalization
+
+_SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+_DEFAULT_PORTS = {"https": "443", "http": "80", "git": "9418", "ftp": "21", "ftps": "990"}
+_SSH_SCHEMES = frozenset({"ssh", "git+ssh", "ssh+git"})
+_BRACKET_HOST_RE = re.compile(r"(\[[0-9A-Za-z.%_-]*:[0-9A-Za-z:.%_-]*\])(?::(.*))?$", re.DOTALL)
+_HOSTNAME_RE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*")
+_NUMERIC_PORT_RE = re.compile(r"^([0-9]+)(?:/(.*))?$", re.DOTALL)
+
+
+def _clean_repo_path(path: str) -> str:
+    """Lexically clean a repository path and drop trailing slashes and every trailing ``.git``."""
+    path = path.replace("\\", "/")
+    path = posixpath.normpath("/" + path).lstrip("/") if path.strip("/") else ""
+    # Move an end index instead of slicing each round, so "x.git.git.git..." stays linear.
+    end = len(path)
+    while True:
+        before = end
+        while end and (path[end - 1] == "/" or path[end - 1].isspace()):
+            end -= 1
+        if end >= 4 and path[end - 4 : end].lower() == ".git":
+            end -= 4
+        if end == before:
+            return path[:end]
+
+
+def _key(host: str, port: str, path: str) -> str:
+    """Join the normalized parts into the ``host[:port]/path`` identity key."""
+    host = host.strip().lower()
+    if host in (".", ".."):
+        host = ""  # not a host; kept, it would vanish when the key is normalized again
+    authority = f"{host}:{port}" if port else host
+    cleaned = _clean_repo_path(path.lower())
+    if not authority:
+        return cleaned
+    return f"{authority}/{cleaned}" if cleaned else authority
+
+
+def _split_host_port(hostport: str) -> tuple[str, str | None]:
+    """Split ``host[:port]``; the port is ``None`` when present but not numeric (a broken authority)."""
+    if hostport.startswith("["):
+        m = _BRACKET_HOST_RE.match(hostport)
+        if not m:
+            return hostport, None
+        host, port = m.group(1), m.group(2) or ""
+    else:
+        host, sep, port = hostport.rpartition(":")
+        if not sep:
+            return hostport, ""
+    if port == "" or (port.isascii() and port.isdigit()):
+        return host, port
+    return host, None
+
+
+def _url_key(scheme: str, rest: str) -> str:
+    """Key for ``scheme://[userinfo@]host[:port]/path[?query][#fragment]``; userinfo and query dropped."""
+    rest = rest.replace("\\", "/")  # as browsers do for special schemes; keys never hold "\\"
+    slash = rest.find("/")
+    authority, path = (rest, "") if slash < 0 else (rest[:slash], rest[slash + 1 :])
+    _, _, hostport = authority.rpartition("@")
+    host, port = _split_host_port(hostport)
+    if port is None and "@" in path:
+        # An unescaped "/" in a password split the authority early (``u:p/w@host/repo``): the real
+        # host follows the first "@" of the path. Recover it rather than leak part of the secret.
+        after = path.split("@", 1)[1]
+        hostport, _, path = after.partition("/")
+        host, port = _split_host_port(hostport)
+    port = port or ""
+    path = re.split(r"[?#]", path, maxsplit=1)[0]
+    host = re.split(r"[?#]", host, maxsplit=1)[0]
+    if port:
+        # Compared as text: int() would reject absurdly long digit strings.
+        port = port.lstrip("0") or "0"
+        if scheme in _SSH_SCHEMES or _DEFAULT_PORTS.get(scheme) == port:
+            port = ""
+    return _key(host, port, path)
+
+
+def _scp_parts(s: str) -> tuple[str, str, str] | None:
+    """Split an scp-like ``[user@]host:path`` into ``(host, port, path)``, else ``None``.
+
+    Like git, the ``:`` must come before any ``/``. Without ``user@`` the host must contain a dot (or be
+    a bracketed IPv6 literal), so ``C:\\repo`` stays a local path. Without ``user@`` a purely numeric
+    first segment is read as a port: that is the form our own keys take (``host:8443/path``), which
+    keeps normalization idempotent.
+    """
+    head = s.split("/", 1)[0]
+    # The path may contain "@" too (``git@host:re@po``), so try each "@" from the last one back and
+    # split at the first that is followed by ``host:``; everything before it (user, even a password)
+    # is dropped. One backward pass tracks the nearest ":" so hostile input stays linear.
+    next_colon = -1
+    saw_at = False
+    for at in range(len(head) - 1, -1, -1):
+        c = head[at]
+        if c == ":":
+            next_colon = at
+        elif c == "@":
+            saw_at = True
+            if head.startswith("[", at + 1):
+                m = _BRACKET_HOST_RE.match(head, at + 1)
+                if m and m.group(2) is not None:
+                    return m.group(1), "", s[m.end(1) + 1 :]
+            elif next_colon > at + 1:
+                return s[at + 1 : next_colon], "", s[next_colon + 1 :]
+    if saw_at:
+        return None
+    if s.startswith("["):
+        m = _BRACKET_HOST_RE.match(head)
+        if not m or m.group(2) is None:
+            return None
+        host, tail = m.group(1), s[len(m.group(1)) + 1 :]
+    else:
+        colon = head.find(":")
+        if colon <= 0 or "." not in head[:colon] or not _HOSTNAME_RE.fullmatch(head, 0, colon):
+            return None
+        host, tail = s[:colon], s[colon + 1 :]
+    numeric = _NUMERIC_PORT_RE.match(tail)
+    if numeric:
+        return host, numeric.group(1), numeric.group(2) or ""
+    return host, "", tail
+
+
+def _local_key(path: str) -> str:
+    """Key for a local path or ``file://`` path: cleaned, lowercased, forward slashes, no leading slash."""
+    return _clean_repo_path(path.strip().lower())
+
+
+def _normalize_once(url: str) -> str:
+    s = url.strip()
+    if not s:
+        return ""
+    m = _SCHEME_RE.match(s)
+    if m:
+        scheme = m.group(1).lower()
+        rest = s[m.end() :]
+        if scheme == "file":
+            if rest.lower().startswith("localhost/"):
+                rest = rest[len("localhost") :]
+            return _local_key(rest)
+        return _url_key(scheme, rest)
+    scp = _scp_parts(s)
+    if scp is not None:
+        host, port, path = scp
+        return _key(host, port, path)
+    return _local_key(s)
+
+
+def normalize_remote(url: str) -> str:
+    """Canonical ``host[:port]/path`` key for a remote url, identical across its spellings.
+
+    ``git@host:org/repo.git``, ``ssh://user@host:2222/org/repo`` and ``https://host/Org/Repo/`` all
+    give ``host/org/repo``: credentials, query strings, ssh ports and default ports are dropped, host
+    and path are lowercased, and trailing slashes and any number of ``.git`` suffixes are removed.
+    A non-default https/http port is kept, since it names a different server. ``file://`` urls and
+    local paths become the cleaned, lowercased path without its leading slash.
+    """
+    key = _normalize_once(url)
+    # Keys are fixpoints, so a stored key can be normalized again safely. Real remotes get there in
+    # one pass; the loop only settles garbage such as a local path that reads like ``host:path``.
+    for _ in range(8):
+        again = _normalize_once(key)
+        if again == key:
+            break
+        key = again
+    return key
+
+
+def name_from_remote(normalized: str) -> str:
+    """Default project name: the last path segment of a normalized remote key."""
+    return normalized.rstrip("/").rsplit("/", 1)[-1]

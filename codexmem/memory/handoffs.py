@@ -1,0 +1,159 @@
+"""Handoffs: what the next session needs to continue a task (open ones feed bootstrap)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from codexmem.errors import Warnings, invalid_input
+from codexmem.mcp.envelope import shorten
+from codexmem.memory.privacy import is_private, not_stored, screen_arguments
+from codexmem.memory.sessions import require_writable_session, write
+from codexmem.memory.text import make_record, normalize_paths, normalize_strings, require_fits, required_text
+from codexmem.models import Handoff, HandoffKind, HandoffStatus, ScopeRef
+from codexmem.store.ids import is_record_id, new_id
+from codexmem.store.layout import HANDOFF, NOTE
+from codexmem.store.store import Store, Transaction
+from codexmem.timeutil import format_ts
+
+_SEED_FIELDS = ("handoff_id", "version", "scope", "session_id", "kind", "task", "summary", "next_steps")
+_DETAIL_LISTS = ("completed", "open_questions", "risks", "files_touched", "related_note_ids")
+
+
+def handoff_view(
+    record: dict[str, Any], *, compact: bool = False, items: int = 8, chars: int = 200, summary_chars: int = 300
+) -> dict[str, Any]:
+    """A handoff as answers show it; ``compact`` keeps the seed's fields with a short summary
+    and at most ``items`` next steps of ``chars`` characters (memory_get_note has the rest)."""
+    view = {k: record[k] for k in _SEED_FIELDS}
+    if compact:
+        view["summary"], cut = shorten(record["summary"], summary_chars)
+        if cut:
+            view["summary_truncated"] = True
+        steps = [shorten(step, chars) for step in record["next_steps"][:items]]
+        view["next_steps"] = [text for text, _ in steps]
+        if len(record["next_steps"]) > items or any(cut for _, cut in steps):
+            view["next_steps_truncated"] = True
+    else:
+        view.update({k: record.get(k, []) for k in _DETAIL_LISTS})
+    view.update({k: record[k] for k in ("status", "source", "created_at", "updated_at")})
+    return view
+
+
+def save_handoff(
+    store: Store,
+    now: datetime,
+    warnings: Warnings,
+    *,
+    scope: ScopeRef,
+    session_id: str,
+    kind: HandoffKind,
+    task: str,
+    summary: str,
+    next_steps: Sequence[str],
+    status: HandoffStatus,
+    completed: Sequence[str] = (),
+    open_questions: Sequence[str] = (),
+    risks: Sequence[str] = (),
+    files_touched: Sequence[str] = (),
+    related_note_ids: Sequence[str] = (),
+    privacy_intent: str = "",
+) -> dict[str, Any]:
+    """``memory_save_handoff``: always a new record; an earlier open handoff is never overwritten.
+
+    A private handoff is validated, then answered without writing.
+    """
+    private = is_private(privacy_intent)
+    texts: dict[str, Any] = {
+        "task": task, "summary": summary, "next_steps": list(next_steps), "completed": list(completed),
+        "open_questions": list(open_questions), "risks": list(risks), "files_touched": list(files_touched),
+        "related_note_ids": list(related_note_ids),
+    }  # fmt: skip
+    at = format_ts(now)
+    _build(scope, session_id, kind, status, at, texts, related=[])  # validate before deciding anything
+    if private:
+        return not_stored("handoff", warnings, stored_at=None, eligible_for_bootstrap=False)
+    texts = screen_arguments(store, warnings, texts)
+    with write(store, session_id, now, warnings) as txn:
+        require_writable_session(txn, session_id, scope)
+        related = _known_notes(txn, texts["related_note_ids"], warnings)
+        handoff = _build(scope, session_id, kind, status, at, texts, related=related)
+        if status == "open" and _open_for_task(store, handoff):
+            warnings.add(
+                "WARN_DEDUPE_APPLIED",
+                "an open handoff for the same task already exists; stored this one beside it without overwriting",
+            )
+        if not any((handoff.completed, handoff.open_questions, handoff.risks, handoff.files_touched)):
+            warnings.add(
+                "WARN_HANDOFF_SPARSE", "handoff stored without completed, open_questions, risks or files_touched"
+            )
+        stored = txn.put(HANDOFF, handoff, event_type="created", changed=[])
+    return {
+        "handoff": handoff_view(stored),
+        "stored_at": stored["created_at"],
+        "eligible_for_bootstrap": status == "open",
+        "suppressed": False,
+    }
+
+
+def _build(
+    scope: ScopeRef,
+    session_id: str,
+    kind: HandoffKind,
+    status: HandoffStatus,
+    at: str,
+    texts: dict[str, Any],
+    *,
+    related: list[str],
+) -> Handoff:
+    """A validated handoff from the caller's texts, small enough to return whole."""
+    steps = normalize_strings(texts["next_steps"])
+    if not steps:
+        raise invalid_input("next_steps", "must hold at least one non-blank step")
+    handoff = new_handoff(
+        scope, session_id, kind, status, at,
+        task=required_text(texts["task"], "task"), summary=required_text(texts["summary"], "summary"),
+        next_steps=steps, completed=normalize_strings(texts["completed"]),
+        open_questions=normalize_strings(texts["open_questions"]), risks=normalize_strings(texts["risks"]),
+        files_touched=normalize_paths(texts["files_touched"], "files_touched"), related_note_ids=related,
+    )  # fmt: skip
+    require_fits(handoff_view(handoff.model_dump(mode="json")), ("summary", *_DETAIL_LISTS, "next_steps"), "handoff")
+    return handoff
+
+
+def new_handoff(
+    scope: ScopeRef, session_id: str, kind: HandoffKind, status: HandoffStatus, at: str, **fields: Any
+) -> Handoff:
+    """A version-1 handoff; ``fields`` are already normalized (also used for recovery handoffs)."""
+    return make_record(
+        Handoff,
+        handoff_id=new_id("handoff"),
+        version=1,
+        scope=scope,
+        session_id=session_id,
+        kind=kind,
+        status=status,
+        created_at=at,
+        updated_at=at,
+        **fields,
+    )
+
+
+def _known_notes(txn: Transaction, ids: Sequence[str], warnings: Warnings) -> list[str]:
+    """Referenced notes that exist; malformed or unknown ids are dropped with a warning."""
+    kept: list[str] = []
+    dropped: list[str] = []
+    for note_id in normalize_strings(ids):
+        ok = is_record_id(note_id, "note") and txn.store.index.get(NOTE, note_id) is not None
+        (kept if ok else dropped).append(note_id)
+    if dropped:
+        shown = ", ".join(shorten(d, 32)[0] for d in dropped[:3])
+        warnings.add("WARN_RELATED_REFERENCE_IGNORED", f"dropped {len(dropped)} unknown related_note_ids: {shown}")
+    return kept
+
+
+def _open_for_task(store: Store, handoff: Handoff) -> bool:
+    """Is there already an open handoff of this workspace for exactly this task?"""
+    where = {"status": "open", **handoff.scope.model_dump()}
+    return any(h["task"] == handoff.task for h in store.index.select(HANDOFF, where=where))

@@ -1,0 +1,181 @@
+"""State moves: note and handoff status, ending sessions, and recovering abandoned ones.
+
+Every move is a new version of the record (optimistic locking through ``expected_version``), so
+two agents closing the same handoff cannot both win silently.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from codexmem.errors import CodexmemError, Warnings, invalid_input
+from codexmem.mcp.envelope import shorten
+from codexmem.memory.handoffs import handoff_view, new_handoff
+from codexmem.memory.notes import note_view
+from codexmem.memory.sessions import MCP_ACTOR, session_view, write
+from codexmem.memory.text import unique
+from codexmem.models import MAX_TASK, ScopeRef
+from codexmem.store.ids import check_record_id
+from codexmem.store.index import Index
+from codexmem.store.layout import HANDOFF, IMPORT, NOTE, SESSION, Kind
+from codexmem.store.store import Store
+from codexmem.timeutil import format_ts
+
+MOVES: dict[str, dict[str, tuple[str, ...]]] = {
+    "note": {"active": ("resolved", "superseded"), "resolved": ("superseded",)},
+    "handoff": {"open": ("completed", "abandoned")},
+}
+SESSION_MOVES: dict[str, tuple[str, ...]] = {
+    "active": ("ended", "paused"),
+    "paused": ("ended",),
+    "recovered": ("ended",),
+}
+RECOVERY_LIST_ITEMS = 20
+RECOVERY_SUMMARY_CHARS = 1500
+
+
+def set_status(
+    store: Store,
+    now: datetime,
+    warnings: Warnings,
+    *,
+    record_id: str,
+    kind: Literal["note", "handoff"],
+    status: str,
+    expected_version: int,
+    superseded_by: str | None = None,
+) -> dict[str, Any]:
+    """``memory_set_status``: one legal move, checked against the version the caller last saw."""
+    target: Kind = NOTE if kind == "note" else HANDOFF
+    check_record_id(record_id, str(target.prefix), "id")
+    if superseded_by is not None and (kind != "note" or status != "superseded"):
+        raise invalid_input("superseded_by", "only applies when a note moves to superseded")
+    with write(store, MCP_ACTOR, now, warnings) as txn:
+        current = txn.get(target, record_id)
+        if current is None:
+            raise CodexmemError("ERR_RECORD_NOT_FOUND", f"{kind} {record_id} does not exist")
+        if current["version"] != expected_version:
+            raise CodexmemError(
+                "ERR_VERSION_CONFLICT",
+                f"{kind} {record_id} is at version {current['version']}, not {expected_version}: "
+                "read it again (memory_get_note) and retry",
+                current_version=current["version"],
+            )
+        allowed = MOVES[kind].get(current["status"], ())
+        if status not in allowed:
+            legal = f"; from {current['status']} it can move to {', '.join(allowed)}" if allowed else ""
+            raise CodexmemError(
+                "ERR_INVALID_STATE",
+                f"{kind} {record_id} cannot move from {current['status']} to {status}{legal}",
+                current_status=current["status"],
+            )
+        changed = ["status"]
+        updated = {**current, "status": status, "version": current["version"] + 1, "updated_at": format_ts(now)}
+        if superseded_by is not None:
+            check_record_id(superseded_by, "note", "superseded_by")
+            if superseded_by == record_id or txn.get(NOTE, superseded_by) is None:
+                raise invalid_input("superseded_by", f"must name another existing note, got {superseded_by}")
+            updated["superseded_by"] = superseded_by
+            changed.append("superseded_by")
+        stored = txn.put(target, updated, event_type="status_changed", changed=changed)
+    view = note_view(stored, compact=True) if kind == "note" else handoff_view(stored, compact=True)
+    return {"record": view, "previous_status": current["status"]}
+
+
+def end_session(
+    store: Store, now: datetime, warnings: Warnings, *, session_id: str, status: Literal["ended", "paused"] = "ended"
+) -> dict[str, Any]:
+    """``memory_end_session``: an ended session accepts no more writes; a paused one still does."""
+    with write(store, session_id, now, warnings) as txn:
+        current = txn.get(SESSION, session_id)
+        if current is None:
+            raise CodexmemError("ERR_SESSION_NOT_FOUND", f"session {session_id} does not exist")
+        if status not in SESSION_MOVES.get(current["status"], ()):
+            raise CodexmemError(
+                "ERR_INVALID_STATE",
+                f"session {session_id} is {current['status']} and cannot become {status}",
+                current_status=current["status"],
+            )
+        at = format_ts(now)
+        updated = {**current, "status": status, "version": current["version"] + 1, "updated_at": at}
+        if status == "ended":
+            updated["ended_at"] = at
+        changed = ["status", "ended_at"] if status == "ended" else ["status"]
+        stored = txn.put(
+            SESSION, updated, event_type="ended" if status == "ended" else "status_changed", changed=changed
+        )
+    return {"session": session_view(stored)}
+
+
+def recover_idle_sessions(
+    store: Store, now: datetime, warnings: Warnings, *, workspace_id: str, actor: str
+) -> list[str]:
+    """Close this workspace's sessions left active with no write for longer than the configured idle time.
+
+    A session still writing (a second Codex window) is never touched. A recovered session that
+    wrote notes but no handoff gets a ``recovery`` handoff built from them, so its work still
+    hands over. Returns the recovered session ids.
+    """
+    cutoff = format_ts(now - timedelta(minutes=store.config.sessions.idle_recovery_minutes))
+    candidates = store.fresh_index().select(
+        SESSION, where={"workspace_id": workspace_id, "status": "active"}, order=[("created_at", False)]
+    )
+    recovered = []
+    for candidate in candidates:
+        sid = candidate["session_id"]
+        if last_activity(store.index, candidate) >= cutoff:
+            continue
+        with write(store, actor, now, warnings) as txn:  # one transaction per session
+            current = txn.get(SESSION, sid)
+            if current is None or current["status"] != "active" or last_activity(store.index, current) >= cutoff:
+                continue
+            at = format_ts(now)
+            txn.put(
+                SESSION,
+                {**current, "status": "recovered", "version": current["version"] + 1, "ended_at": at, "updated_at": at},
+                event_type="status_changed",
+                changed=["ended_at", "status"],
+            )
+            notes = store.index.select(NOTE, where={"session_id": sid}, order=[("created_at", False), ("id", False)])
+            if notes and store.index.count(HANDOFF, where={"session_id": sid}) == 0:
+                txn.put(HANDOFF, _recovery_handoff(current, notes, at), event_type="created", changed=[])
+        recovered.append(sid)
+    return recovered
+
+
+def last_activity(index: Index, session: dict[str, Any]) -> str:
+    """The latest time the session or anything it wrote changed (timestamps order as strings)."""
+    latest: list[str] = [session["started_at"]]
+    for kind in (NOTE, HANDOFF, IMPORT):
+        rows = index.select(kind, where={"session_id": session["session_id"]}, order=[("updated_at", True)], limit=1)
+        latest += [r["updated_at"] for r in rows]
+    return max(latest)
+
+
+def _recovery_handoff(session: dict[str, Any], notes: list[dict[str, Any]], at: str) -> dict[str, Any]:
+    """A handoff written for a session that stopped without one, from the notes it left."""
+    titles = [f"{n['type']}: {n['title']}" for n in notes]
+    summary = (
+        f"Session {session['session_id']} stopped without a handoff; recovered from its {len(notes)} note(s): "
+        + "; ".join(titles)
+    )
+    todos = [n["title"] for n in notes if n["type"] == "todo" and n["status"] == "active"]
+    done = [n["title"] for n in notes if n["type"] == "bugfix" or n["status"] == "resolved"]
+    files = unique(p for n in notes for p in n.get("file_paths", []))
+    handoff = new_handoff(
+        ScopeRef.model_validate(session["scope"]),
+        session["session_id"],
+        "recovery",
+        "open",
+        at,
+        source="recovery_generated",
+        task=shorten(session["task"] or "Continue the work of an interrupted session", MAX_TASK - 1)[0],
+        summary=shorten(summary, RECOVERY_SUMMARY_CHARS)[0],
+        next_steps=todos[:RECOVERY_LIST_ITEMS]
+        or ["Review the interrupted session's notes and confirm what is still open"],
+        completed=done[:RECOVERY_LIST_ITEMS],
+        files_touched=files[:RECOVERY_LIST_ITEMS],
+        related_note_ids=[n["note_id"] for n in notes][:RECOVERY_LIST_ITEMS],
+    )
+    return handoff.model_dump(mode="json")

@@ -1,0 +1,499 @@
+"""Reading memory back: bootstrap, search, recent and get.
+
+Every answer must survive Codex's output cap, so list answers are filled item by item within
+:data:`~codexmem.mcp.envelope.MAX_ANSWER_BYTES` (``envelope.fit``) and say when they stopped
+early (``has_more``, ``truncated``); list items show ~300 characters of content, get_note the rest.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Literal, NamedTuple
+
+from codexmem.errors import CodexmemError, Warnings
+from codexmem.mcp.envelope import MAX_ANSWER_BYTES, fit, ok, shorten, size_of
+from codexmem.memory.handoffs import handoff_view
+from codexmem.memory.lifecycle import recover_idle_sessions
+from codexmem.memory.notes import PREVIEW_CHARS, note_view
+from codexmem.memory.related import related_sources
+from codexmem.memory.scope import resolve_scope
+from codexmem.memory.sessions import open_session, session_view
+from codexmem.memory.text import required_text, unique
+from codexmem.models import HANDOFF_STATUSES, NOTE_STATUSES, ScopeRef
+from codexmem.store.ids import check_record_id
+from codexmem.store.index import Index, TextQuery
+from codexmem.store.layout import HANDOFF, NOTE, Kind
+from codexmem.store.store import Store
+from codexmem.timeutil import parse_ts
+
+Intent = Literal["continuation", "decision", "bugfix", "discovery", "recent_activity", "general"]
+Groups = dict[str, list[dict[str, Any]]]
+
+HIGH_VALUE = 3
+"""Bootstrap, recent and related notes show importance 3 and up."""
+LIVE_NOTE_STATES = ["active", "resolved"]
+BY_VALUE = (("importance", True), ("created_at", True), ("id", True))
+BY_TIME = (("created_at", True), ("id", True))
+MAX_QUERY_WORDS = 32
+
+# Ranking: workspace > project > related, live states first, then importance, recency, relevance.
+SCOPE_POINTS = {"workspace": 100, "project": 70, "related": 20}
+STATE_POINTS = {"active": 12, "resolved": 6, "superseded": 0, "open": 12, "completed": 6, "abandoned": 0}
+HANDOFF_IMPORTANCE = {"open": 4, "completed": 3, "abandoned": 2}
+RECENCY_POINTS = ((timedelta(days=1), 10), (timedelta(days=7), 6), (timedelta(days=30), 3))
+RELEVANCE_POINTS = 20.0
+INTENT_POINTS = 20
+"""The intent's fixed bonus (handoffs for continuation, that note type otherwise): as much as relevance can
+give, so an intent is never outweighed by wording alone."""
+
+
+class Detail(NamedTuple):
+    """How much of each handoff and brief list a bootstrap answer shows."""
+
+    items: int
+    chars: int
+    summary: int
+
+
+# The richest level whose fixed part leaves room for notes is used.
+DETAIL_LEVELS = (Detail(8, 200, 300), Detail(5, 120, 200), Detail(3, 60, 100))
+FIXED_PART_BUDGET = MAX_ANSWER_BYTES - 2500
+MAX_LISTED_RECOVERIES = 10
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A record found for an answer, with what ranking needs to know about how it was found."""
+
+    kind: str  # "note" | "handoff"
+    record: dict[str, Any]
+    bm25: float = 0.0  # FTS5 rank, lower is better; 0 when not found by text
+    relation_type: str | None = None
+    all_words: bool = True
+    project_name: str | None = None  # the related project's, for labels
+
+    @property
+    def record_id(self) -> str:
+        return str(self.record["note_id" if self.kind == "note" else "handoff_id"])
+
+
+# ------------------------------------------------------------------ bootstrap
+
+
+def bootstrap_session(
+    store: Store,
+    now: datetime,
+    warnings: Warnings,
+    *,
+    cwd: str,
+    task: str = "",
+    branch_name: str = "",
+    repo_remote: str = "",
+    include_related_projects: bool = False,
+    max_notes: int = 5,
+    max_handoffs: int = 1,
+) -> dict[str, Any]:
+    """``memory_bootstrap_session``: resolve, start a session, recover idle ones, brief the new session."""
+    scope = resolve_scope(store, warnings, cwd=cwd, branch_name=branch_name, repo_remote=repo_remote)
+    ref = scope.ref()
+    session = open_session(
+        store, now, warnings, scope=ref, task=task, branch_name=scope.branch_name, workspace_root=scope.workspace_root
+    )
+    recovered = recover_idle_sessions(store, now, warnings, workspace_id=ref.workspace_id, actor=session["session_id"])
+    index = store.fresh_index()
+    handoffs = workspace_first(index, HANDOFF, ref, limit=max_handoffs, order=BY_TIME, where={"status": "open"})
+    latest = handoffs[0] if handoffs else None
+    if latest is None:
+        warnings.add("WARN_NO_PRIOR_HANDOFF", "no open handoff was found for this workspace or project")
+    elif latest["kind"] == "recovery":
+        warnings.add("WARN_RECOVERY_HANDOFF_USED", "the latest open handoff was generated from an interrupted session")
+    notes = high_value_notes(index, ref, limit=max_notes + 1)
+    has_more = len(notes) > max_notes
+    notes = notes[:max_notes]
+    if not notes:
+        warnings.add("WARN_NO_PRIOR_NOTES", "no recent high-value notes were found for this workspace or project")
+    related = related_notes(store, ref, warnings, limit=max_notes) if include_related_projects else []
+
+    def compact_handoff(record: dict[str, Any], level: Detail) -> dict[str, Any]:
+        return handoff_view(record, compact=True, items=level.items, chars=level.chars, summary_chars=level.summary)
+
+    def build(level: Detail, kept: Groups) -> dict[str, Any]:
+        return {
+            "scope": scope.as_dict(),
+            "session": session_view(session),
+            "latest_handoff": None if latest is None else compact_handoff(latest, level),
+            "other_open_handoffs": kept["handoffs"],
+            "recent_notes": kept["notes"],
+            "related_notes": kept["related"],
+            "startup_brief": startup_brief(task, latest, notes, level, related),
+            "recovered_sessions": recovered[:MAX_LISTED_RECOVERIES],
+            "has_more": False,
+            "truncated": False,
+        }
+
+    level = next(
+        (lv for lv in DETAIL_LEVELS if size_of(ok(build(lv, defaultdict(list)), warnings)) <= FIXED_PART_BUDGET),
+        DETAIL_LEVELS[-1],
+    )
+    items = [("notes", note_view(n, compact=True)) for n in notes]
+    items += [("handoffs", compact_handoff(h, level)) for h in handoffs[1:]]
+    items += [("related", _related_view(c)) for c in related]
+    data, kept = fit_lists(warnings, items, lambda groups: build(level, groups))
+    data["has_more"] = has_more or kept < len(items)
+    data["truncated"] = kept < len(items)
+    return data
+
+
+def startup_brief(
+    task: str,
+    handoff: dict[str, Any] | None,
+    notes: Sequence[dict[str, Any]],
+    level: Detail,
+    related: Sequence[Candidate] = (),
+) -> dict[str, Any]:
+    """What a new session needs first, from the latest open handoff, the high-value notes and related projects."""
+
+    def short(texts: Sequence[str]) -> list[str]:
+        return [shorten(t, level.chars)[0] for t in unique(t.strip() for t in texts)[: level.items]]
+
+    state = handoff["summary"] if handoff else (notes[0]["content"] if notes else "")
+    return {
+        "current_task": task.strip() or (handoff["task"] if handoff else None),
+        "last_known_state": shorten(state, level.summary)[0] if state else None,
+        "important_decisions": short([n["content"] for n in notes if n["type"] == "decision"]),
+        "open_todos": short(
+            [
+                *(handoff["next_steps"] if handoff else []),
+                *(n["title"] for n in notes if n["type"] == "todo" and n["status"] == "active"),
+            ]
+        ),
+        "risks": short(handoff["risks"] if handoff else []),
+        "touched_files": short(
+            [*(handoff["files_touched"] if handoff else []), *(p for n in notes for p in n["file_paths"])]
+        ),
+        "related_context": short([f"{c.project_name}: {c.record['title']}" for c in related]),
+    }
+
+
+# ------------------------------------------------------------------ search
+
+
+def search(
+    store: Store,
+    now: datetime,
+    warnings: Warnings,
+    *,
+    scope: ScopeRef,
+    query: str,
+    types: Sequence[str] = (),
+    states: Sequence[str] = (),
+    min_importance: int = 1,
+    limit: int = 10,
+    include_handoffs: bool = False,
+    include_related_projects: bool = False,
+    intent: Intent = "general",
+) -> dict[str, Any]:
+    """``memory_search``: full-text search over this project's notes (and handoffs), ranked."""
+    words = unique(w.lower() for w in re.findall(r"\w+", required_text(query, "query")))[:MAX_QUERY_WORDS]
+    note_filter: dict[str, Sequence[str]] = {"project_id": [scope.project_id]}
+    handoff_filter: dict[str, Sequence[str]] = {"project_id": [scope.project_id]}
+    if types:
+        note_filter["type"] = list(types)
+    # A state family the caller did not mention stays unfiltered.
+    if note_states := [s for s in states if s in NOTE_STATUSES]:
+        note_filter["status"] = note_states
+    if handoff_states := [s for s in states if s in HANDOFF_STATUSES]:
+        handoff_filter["status"] = handoff_states
+    index = store.fresh_index()
+    want = max(limit * 5, 50)
+
+    def find(match: TextQuery, all_words: bool) -> list[Candidate]:
+        hits = [
+            Candidate("note", rec, bm25, all_words=all_words)
+            for rec, bm25 in index.search(
+                [NOTE], match, where_in=note_filter, min_importance=min_importance, limit=want
+            )
+        ]
+        if include_handoffs:
+            hits += [
+                Candidate("handoff", rec, bm25, all_words=all_words)
+                for rec, bm25 in index.search([HANDOFF], match, where_in=handoff_filter, limit=want)
+            ]
+        return hits
+
+    found: list[Candidate] = []
+    match = TextQuery(tuple(words))
+    if words:
+        found = find(match, True)
+        if len(found) < limit and len(words) > 1:  # too few with every word: accept any word, ranked lower
+            match = TextQuery(tuple(words), any_word=True)
+            seen = {c.record_id for c in found}
+            found += [c for c in find(match, False) if c.record_id not in seen]
+    if include_related_projects:
+        found += related_notes(
+            store, scope, warnings, limit=want, match=match if words else None, note_filter=note_filter,
+            min_importance=min_importance,
+        )  # fmt: skip
+    ranked = rank(found, scope, now, intent)
+    shown = ranked[:limit]
+    data, kept = fit_lists(
+        warnings,
+        [("results", result_view(c)) for c in shown],
+        lambda groups: {"results": groups["results"], "has_more": False, "truncated": False},
+    )
+    data["has_more"] = kept < len(ranked)
+    data["truncated"] = kept < len(shown)
+    return data
+
+
+def rank(found: Sequence[Candidate], scope: ScopeRef, now: datetime, intent: str) -> list[Candidate]:
+    """Best first. A related project's result never outranks a strong (every word) result of this project."""
+    best = min((c.bm25 for c in found), default=0.0)
+    scores = [score(c, scope, now, intent, best) for c in found]
+    strong = [s for c, s in zip(found, scores, strict=True) if not c.relation_type and c.all_words]
+    ceiling = min(strong) - 1 if strong else None
+    keyed = [
+        ((min(s, ceiling) if c.relation_type and ceiling is not None else s), c.record["created_at"], c.record_id, c)
+        for c, s in zip(found, scores, strict=True)
+    ]
+    keyed.sort(key=lambda k: k[:3], reverse=True)
+    return [k[3] for k in keyed]
+
+
+def score(c: Candidate, scope: ScopeRef, now: datetime, intent: str, best_bm25: float) -> float:
+    """Higher first: scope, state, importance, recency, relevance (BM25 relative to the best hit), intent."""
+    rec = c.record
+    if c.relation_type:
+        place = SCOPE_POINTS["related"]
+    else:
+        place = SCOPE_POINTS["workspace" if rec["scope"]["workspace_id"] == scope.workspace_id else "project"]
+    importance = rec["importance"] if c.kind == "note" else HANDOFF_IMPORTANCE[rec["status"]]
+    relevance = RELEVANCE_POINTS * c.bm25 / best_bm25 if best_bm25 < 0 else 0.0
+    if not c.all_words:
+        relevance /= 2
+    age = now - parse_ts(rec["created_at"])
+    recency = next((points for span, points in RECENCY_POINTS if age < span), 1)
+    wanted = c.kind == "handoff" if intent == "continuation" else (c.kind == "note" and rec["type"] == intent)
+    bonus = INTENT_POINTS if wanted else 0
+    return place + STATE_POINTS[rec["status"]] + 10 * importance + recency + relevance + bonus
+
+
+def result_view(c: Candidate) -> dict[str, Any]:
+    """One search result: enough to judge it, with the full record one memory_get_note away."""
+    rec = c.record
+    note = c.kind == "note"
+    summary, cut = shorten(rec["content"] if note else rec["summary"], PREVIEW_CHARS)
+    view: dict[str, Any] = {
+        "kind": c.kind,
+        "id": c.record_id,
+        "version": rec["version"],
+        "scope": rec["scope"],
+        "state": rec["status"],
+        "title": rec["title"] if note else rec["task"],
+        "summary": summary,
+        "importance": rec["importance"] if note else HANDOFF_IMPORTANCE[rec["status"]],
+        "created_at": rec["created_at"],
+    }
+    if note:
+        view["source"] = rec["source"]
+    if cut:
+        view["content_truncated"] = True
+    if c.relation_type:
+        view.update(related_labels(c))
+    return view
+
+
+# ------------------------------------------------------------------ recent and get
+
+
+def get_recent(
+    store: Store,
+    warnings: Warnings,
+    *,
+    scope: ScopeRef,
+    limit: int = 5,
+    include_notes: bool = True,
+    include_handoffs: bool = True,
+    include_related_projects: bool = False,
+) -> dict[str, Any]:
+    """``memory_get_recent``: latest handoffs (any status) and high-value notes, workspace first."""
+    index = store.fresh_index()
+    handoffs = workspace_first(index, HANDOFF, scope, limit=limit + 1, order=BY_TIME) if include_handoffs else []
+    notes = high_value_notes(index, scope, limit=limit + 1) if include_notes else []
+    related = related_notes(store, scope, warnings, limit=limit) if include_related_projects else []
+    more = len(handoffs) > limit or len(notes) > limit
+    pairs = itertools.zip_longest(
+        [("handoffs", handoff_view(h, compact=True)) for h in handoffs[:limit]],
+        [("notes", note_view(n, compact=True)) for n in notes[:limit]],
+    )
+    items = [item for pair in pairs for item in pair if item is not None]
+    items += [("related", _related_view(c)) for c in related]
+
+    def build(groups: Groups) -> dict[str, Any]:
+        data = {"handoffs": groups["handoffs"], "notes": groups["notes"]}
+        if include_related_projects:
+            data["related_notes"] = groups["related"]
+        return {**data, "has_more": False, "truncated": False}
+
+    data, kept = fit_lists(warnings, items, build)
+    data["has_more"] = more or kept < len(items)
+    data["truncated"] = kept < len(items)
+    return data
+
+
+def get_record(store: Store, warnings: Warnings, *, record_id: str, kind: Literal["note", "handoff"]) -> dict[str, Any]:
+    """``memory_get_note``: any note or handoff by id, whole (cut only if a hand edit made it too big)."""
+    target = NOTE if kind == "note" else HANDOFF
+    check_record_id(record_id, str(target.prefix), "id")
+    record = store.fresh_index().get(target, record_id)
+    if record is None:
+        raise CodexmemError("ERR_RECORD_NOT_FOUND", f"{kind} {record_id} does not exist")
+    view = note_view if kind == "note" else handoff_view
+    data = {"record": view(record)}
+    if size_of(ok(data, warnings)) > MAX_ANSWER_BYTES:
+        data = {"record": view(record, compact=True)}
+    return data
+
+
+# ------------------------------------------------------------------ related projects
+
+
+def related_notes(
+    store: Store,
+    scope: ScopeRef,
+    warnings: Warnings,
+    *,
+    limit: int,
+    match: TextQuery | None = None,
+    note_filter: dict[str, Sequence[str]] | None = None,
+    min_importance: int = HIGH_VALUE,
+) -> list[Candidate]:
+    """Notes of the projects this project's config entry declares relations to, labelled with their
+    project and relation_type: by full-text ``match`` for search, else the recent high-value ones.
+
+    Related projects may live in this store or in other stores (read-only, see
+    :mod:`codexmem.memory.related`). Warns WARN_RELATED_PROJECTS_SKIPPED when none is declared or
+    a store cannot be used, WARN_RELATED_PROJECTS_EMPTY when the usable ones yield nothing.
+    """
+    sources = related_sources(store, scope.project_id, warnings)
+    found: list[Candidate] = []
+    for source in sources:
+        try:
+            hits = _related_hits(source.store, list(source.relation_types), limit, match, note_filter, min_importance)
+        except (CodexmemError, OSError) as exc:
+            reason = exc.message if isinstance(exc, CodexmemError) else (exc.strerror or str(exc))
+            warnings.add("WARN_RELATED_PROJECTS_SKIPPED", f"a related store could not be read: {reason[:160]}")
+            continue
+        for rec, bm25 in hits:
+            project = rec["scope"]["project_id"]
+            found.append(
+                Candidate(
+                    "note", rec, bm25, relation_type=source.relation_types[project],
+                    all_words=match is None or not match.any_word, project_name=source.names[project],
+                )
+            )  # fmt: skip
+    if match is None:
+        found.sort(key=lambda c: (c.record["importance"], c.record["created_at"], c.record_id), reverse=True)
+    else:
+        found.sort(key=lambda c: c.bm25)
+    if sources and not found:
+        warnings.add("WARN_RELATED_PROJECTS_EMPTY", "related projects are declared but none of their notes matched")
+    return found[:limit]
+
+
+def _related_hits(
+    store: Store,
+    projects: list[str],
+    limit: int,
+    match: TextQuery | None,
+    note_filter: dict[str, Sequence[str]] | None,
+    min_importance: int,
+) -> list[tuple[dict[str, Any], float]]:
+    index = store.fresh_index()
+    if match is not None:
+        where_in = {**(note_filter or {}), "project_id": projects}
+        return index.search([NOTE], match, where_in=where_in, min_importance=min_importance, limit=limit)
+    rows = index.select(
+        NOTE, where_in={"project_id": projects, "status": LIVE_NOTE_STATES}, min_importance=min_importance,
+        order=BY_VALUE, limit=limit,
+    )  # fmt: skip
+    return [(row, 0.0) for row in rows]
+
+
+def related_labels(c: Candidate) -> dict[str, Any]:
+    """Where a related result comes from: its project and how this project relates to it."""
+    return {
+        "project_id": c.record["scope"]["project_id"],
+        "project_name": c.project_name,
+        "relation_type": c.relation_type,
+    }
+
+
+def _related_view(c: Candidate) -> dict[str, Any]:
+    return {**note_view(c.record, compact=True), **related_labels(c)}
+
+
+# ------------------------------------------------------------------ shared queries and fitting
+
+
+def workspace_first(
+    index: Index,
+    kind: Kind,
+    scope: ScopeRef,
+    *,
+    limit: int,
+    order: Sequence[tuple[str, bool]],
+    where: dict[str, Any] | None = None,
+    where_in: dict[str, Sequence[Any]] | None = None,
+    min_importance: int | None = None,
+) -> list[dict[str, Any]]:
+    """Records of this workspace, then, to fill ``limit``, of the project's other workspaces."""
+    project = {**(where or {}), "project_id": scope.project_id}
+    mine = index.select(
+        kind, where={**project, "workspace_id": scope.workspace_id}, where_in=where_in,
+        min_importance=min_importance, order=order, limit=limit,
+    )  # fmt: skip
+    if len(mine) >= limit:
+        return mine
+    others = index.select(
+        kind, where=project, where_not={"workspace_id": scope.workspace_id}, where_in=where_in,
+        min_importance=min_importance, order=order, limit=limit - len(mine),
+    )  # fmt: skip
+    return mine + others
+
+
+def high_value_notes(index: Index, scope: ScopeRef, *, limit: int) -> list[dict[str, Any]]:
+    """Importance 3 and up, not superseded, most important and newest first, workspace first."""
+    return workspace_first(
+        index,
+        NOTE,
+        scope,
+        limit=limit,
+        order=BY_VALUE,
+        where_in={"status": LIVE_NOTE_STATES},
+        min_importance=HIGH_VALUE,
+    )
+
+
+def fit_lists(
+    warnings: Warnings, items: Sequence[tuple[str, dict[str, Any]]], build: Callable[[Groups], dict[str, Any]]
+) -> tuple[dict[str, Any], int]:
+    """The data whose envelope keeps the longest prefix of ``(list name, item)`` pairs within budget.
+
+    ``build`` renders the data from the kept items grouped by list name; it must render its
+    boolean flags as ``False`` (the longer spelling) so setting them afterwards never grows the answer.
+    """
+
+    def render(kept: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+        groups: Groups = defaultdict(list)
+        for name, item in kept:
+            groups[name].append(item)
+        return ok(build(groups), warnings)
+
+    envelope, kept = fit(items, render)
+    return envelope["data"], kept

@@ -1,0 +1,149 @@
+"""Which system, project and workspace a working directory belongs to.
+
+Evidence, strongest first: the store config's declared project, the git remote, the git root,
+the directory itself. Ids come from :func:`codexmem.store.ids.scope_id`, so they are readable and
+two repositories that share a name stay two projects. Resolving is read-only: ids are derived,
+never registered, so any clone computes the same ones.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from codexmem.errors import CodexmemError, Warnings, invalid_input
+from codexmem.memory.gitinfo import RepoInfo, discover_repository, name_from_remote, normalize_path, normalize_remote
+from codexmem.models import ProjectDecl, ScopeRef, StoreConfig
+from codexmem.store.ids import scope_id
+from codexmem.store.init import project_identity_key, system_identity
+from codexmem.store.locate import STORE_DIRNAME
+from codexmem.store.store import Store
+
+RESOLVED_BY = ("config", "repo_remote", "canonical_root", "local_directory")
+
+_FALLBACK_WARNINGS = {
+    "canonical_root": (
+        "the repository has no remote; its root directory identifies the project",
+        "scope identity is tied to this checkout's path, not to a canonical remote",
+    ),
+    "local_directory": (
+        "no git repository was found; the directory identifies the project",
+        "scope identity is weak because no repository metadata was found",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Scope:
+    """A resolved scope: the three ids every record carries, plus what explains them."""
+
+    system_id: str
+    system_name: str
+    project_id: str
+    project_name: str
+    workspace_id: str
+    workspace_root: str
+    branch_name: str
+    resolved_by: str
+
+    def ref(self) -> ScopeRef:
+        return ScopeRef(system_id=self.system_id, project_id=self.project_id, workspace_id=self.workspace_id)
+
+    def as_dict(self) -> dict[str, str]:
+        return asdict(self)
+
+
+def resolve_scope(
+    store: Store,
+    warnings: Warnings,
+    *,
+    cwd: str,
+    branch_name: str = "",
+    repo_remote: str = "",
+    project_name_hint: str = "",
+    system_name_hint: str = "",
+) -> Scope:
+    """Resolve ``cwd`` to a scope; ERR_SCOPE_CONFLICT rather than silently merging two identities."""
+    if not cwd.strip():
+        raise invalid_input("cwd", "must not be blank")
+    repo = discover_repository(os.path.abspath(cwd.strip()))
+    git_remote = normalize_remote(repo.remote)
+    explicit = normalize_remote(repo_remote)
+    if explicit and git_remote and explicit != git_remote:
+        raise CodexmemError(
+            "ERR_SCOPE_CONFLICT",
+            f"repo_remote {explicit} disagrees with the git remote of cwd ({git_remote})",
+            fields=[{"field": "repo_remote", "message": f"cwd's repository has remote {git_remote}"}],
+        )
+    remote = explicit or git_remote
+    root = normalize_path(repo.root)
+    decl = _declared_project(store.config, store.root, repo, root, remote)
+    if decl is not None:
+        project_id, project_name, resolved_by = decl.id, decl.name, "config"
+    else:
+        derived = (name_from_remote(remote) if remote else "") or posixpath.basename(root) or root
+        if remote:
+            key, resolved_by = project_identity_key(remote, root), "repo_remote"
+        elif repo.has_git:
+            key, resolved_by = project_identity_key("", root), "canonical_root"
+        else:
+            key, resolved_by = f"local:{root}", "local_directory"
+        # The id keeps the derived name, so a display hint never moves a project's memory.
+        project_id = scope_id("proj", derived, key)
+        project_name = project_name_hint.strip() or derived
+    system_id, system_name = _system(store.config, decl, system_name_hint.strip(), project_name)
+    fallback = _FALLBACK_WARNINGS.get(resolved_by, ())
+    for code, message in zip(("WARN_SCOPE_FALLBACK_USED", "WARN_SCOPE_AMBIGUOUS"), fallback, strict=False):
+        warnings.add(code, message)
+    return Scope(
+        system_id=system_id,
+        system_name=system_name,
+        project_id=project_id,
+        project_name=project_name,
+        workspace_id=scope_id("ws", posixpath.basename(root) or root, f"{project_id}:{root}"),
+        workspace_root=root,
+        branch_name=branch_name.strip() or repo.branch,
+        resolved_by=resolved_by,
+    )
+
+
+def _declared_project(
+    config: StoreConfig, store_root: Path, repo: RepoInfo, root: str, remote: str
+) -> ProjectDecl | None:
+    """The config's project for this repository: by declared remote, declared root, or own repository."""
+    for decl in config.projects:
+        if remote and remote in _remotes(decl):
+            return decl
+    by_root = next((d for d in config.projects if root in _roots(d)), None)
+    in_own_repo = repo.has_git and store_root.name == STORE_DIRNAME and normalize_path(store_root.parent) == root
+    if by_root is None and in_own_repo and config.projects:
+        by_root = config.projects[0]
+    if by_root is not None and remote and _remotes(by_root):
+        raise CodexmemError(
+            "ERR_SCOPE_CONFLICT",
+            f"the store config declares project {by_root.id} with remote(s) {', '.join(sorted(_remotes(by_root)))} "
+            f"for {root}, but its remote is {remote}: fix codexmem.yaml or the git remote",
+        )
+    return by_root
+
+
+def _remotes(decl: ProjectDecl) -> set[str]:
+    return {normalize_remote(r) for r in decl.remotes} - {""}
+
+
+def _roots(decl: ProjectDecl) -> set[str]:
+    return {normalize_path(r) for r in decl.roots if os.path.isabs(r)}
+
+
+def _system(config: StoreConfig, decl: ProjectDecl | None, hint: str, project_name: str) -> tuple[str, str]:
+    """(id, name): the system the config declares, id exactly as written, else the hint, else the project name."""
+    declared = config.system
+    own = decl.system if decl is not None else None
+    if own and (declared is None or own != declared.id):
+        return own, own  # a system id with no declaration of its own is named by its id
+    if declared is not None:
+        return declared.id, declared.name
+    name = hint or project_name
+    return system_identity(name), name

@@ -1,0 +1,109 @@
+"""Sessions: one per Codex conversation; every note and handoff names the session that wrote it.
+
+Also the shared write helper, so every memory write runs at the service clock's time and reports
+redacted credentials the same way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from codexmem.errors import CodexmemError, Warnings
+from codexmem.models import ScopeRef, Session
+from codexmem.store.ids import new_id
+from codexmem.store.layout import SESSION
+from codexmem.store.store import Store, Transaction
+from codexmem.timeutil import format_ts
+
+MCP_ACTOR = "mcp"
+"""Actor of changes made over MCP outside any session (status moves)."""
+
+
+@contextlib.contextmanager
+def write(store: Store, actor: str, now: datetime, warnings: Warnings) -> Iterator[Transaction]:
+    """A store transaction stamped with ``now``; reports fields whose credentials were redacted."""
+    with store.transaction(actor, at=format_ts(now)) as txn:
+        yield txn
+    if txn.redacted:
+        warnings.add("WARN_SECRET_REDACTED", "credentials were redacted before storing: " + ", ".join(txn.redacted[:5]))
+
+
+def session_view(record: dict[str, Any]) -> dict[str, Any]:
+    """A session as answers show it (the workspace root is already in the scope)."""
+    view = {k: record[k] for k in ("session_id", "version", "scope", "status", "task", "branch_name", "started_at")}
+    if record.get("ended_at"):
+        view["ended_at"] = record["ended_at"]
+    view["updated_at"] = record["updated_at"]
+    return view
+
+
+def open_session(
+    store: Store,
+    now: datetime,
+    warnings: Warnings,
+    *,
+    scope: ScopeRef,
+    task: str = "",
+    branch_name: str = "",
+    workspace_root: str = "",
+) -> dict[str, Any]:
+    """Create a new active session and return its record."""
+    at = format_ts(now)
+    session = Session(
+        session_id=new_id("sess"),
+        version=1,
+        scope=scope,
+        status="active",
+        task=task.strip(),
+        branch_name=branch_name.strip(),
+        workspace_root=workspace_root,
+        started_at=at,
+        updated_at=at,
+    )
+    with write(store, session.session_id, now, warnings) as txn:
+        return txn.put(SESSION, session, event_type="created", changed=[])
+
+
+def start_session(
+    store: Store,
+    now: datetime,
+    warnings: Warnings,
+    *,
+    scope: ScopeRef,
+    task: str = "",
+    branch_name: str = "",
+    workspace_root: str = "",
+) -> dict[str, Any]:
+    """``memory_start_session``: always a new session, never a reused one."""
+    record = open_session(
+        store, now, warnings, scope=scope, task=task, branch_name=branch_name, workspace_root=workspace_root
+    )
+    return {"session": session_view(record)}
+
+
+def require_writable_session(txn: Transaction, session_id: str, scope: ScopeRef) -> dict[str, Any]:
+    """The session a write names: it must exist, share the write's scope and not be ended."""
+    session = txn.get(SESSION, session_id)
+    if session is None:
+        raise CodexmemError(
+            "ERR_SESSION_NOT_FOUND",
+            f"session {session_id} does not exist: start one with memory_bootstrap_session or memory_start_session",
+            fields=[{"field": "session_id", "message": "no such session"}],
+        )
+    if ScopeRef.model_validate(session["scope"]) != scope:
+        raise CodexmemError(
+            "ERR_INVALID_SCOPE",
+            f"session {session_id} belongs to workspace {session['scope']['workspace_id']} "
+            f"of project {session['scope']['project_id']}, not to the scope given",
+            fields=[{"field": "scope", "message": "does not match the session's scope"}],
+        )
+    if session["status"] == "ended":
+        raise CodexmemError(
+            "ERR_INVALID_STATE",
+            f"session {session_id} has ended: start a new session to write",
+            fields=[{"field": "session_id", "message": "session has ended"}],
+        )
+    return session

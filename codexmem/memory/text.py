@@ -1,0 +1,107 @@
+"""Normalization of what callers write: required texts, tags, file paths, string lists.
+
+Stored memory is compared and searched later (dedupe, filters, the startup brief), so spelling
+variants are folded once, on the way in. Every refusal names the offending field.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from codexmem.errors import CodexmemError, invalid_input
+from codexmem.mcp.envelope import MAX_ANSWER_BYTES, size_of
+
+MAX_TAG_CHARS = 64  # the Tag pattern in codexmem.models
+RECORD_BUDGET = MAX_ANSWER_BYTES - 700
+"""A stored record must fit whole in one answer, with room for the envelope and the warnings of a save."""
+M = TypeVar("M", bound=BaseModel)
+_NOT_SLUG = re.compile(r"[^a-z0-9]+")
+_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+def required_text(value: str, field: str) -> str:
+    """The trimmed text; a blank one is refused (a schema's minLength cannot see whitespace)."""
+    text = value.strip()
+    if not text:
+        raise invalid_input(field, "must not be blank")
+    return text
+
+
+def slug_tag(tag: str) -> str:
+    """``"Frontend API"`` -> ``"frontend-api"``; accents are folded, other symbols become ``-``."""
+    folded = unicodedata.normalize("NFKD", tag).encode("ascii", "ignore").decode("ascii")
+    return _NOT_SLUG.sub("-", folded.lower()).strip("-")[:MAX_TAG_CHARS].rstrip("-")
+
+
+def normalize_tags(tags: Iterable[str]) -> list[str]:
+    """Slugs in first-seen order; a tag with nothing left after slugging is dropped."""
+    return unique(slug_tag(t) for t in tags)
+
+
+def normalize_strings(items: Iterable[str]) -> list[str]:
+    """Trimmed, non-blank, exact duplicates removed, order kept."""
+    return unique(item.strip() for item in items)
+
+
+def normalize_paths(paths: Sequence[str], field: str) -> list[str]:
+    """Repository-relative paths: ``src\\a.ts``, ``./src/a.ts`` and ``src//a.ts`` all give ``src/a.ts``.
+
+    Absolute paths and paths climbing out of the repository with ``..`` are refused, naming each
+    offending ``field[i]``, because a path is only meaningful relative to every checkout.
+    """
+    out: list[str] = []
+    bad: list[dict[str, Any]] = []
+    for i, raw in enumerate(paths):
+        path = raw.strip().replace("\\", "/")
+        if not path:
+            continue
+        if path.startswith("/") or _DRIVE.match(path):
+            bad.append({"field": f"{field}[{i}]", "message": "must be relative to the repository root"})
+            continue
+        clean = posixpath.normpath(path)
+        if clean == ".." or clean.startswith("../"):
+            bad.append({"field": f"{field}[{i}]", "message": "must not climb out of the repository with .."})
+            continue
+        if clean != ".":
+            out.append(clean)
+    if bad:
+        first = bad[0]
+        raise CodexmemError("ERR_INVALID_INPUT", f"{first['field']}: {first['message']}", fields=bad)
+    return unique(out)
+
+
+def make_record(model: type[M], **values: Any) -> M:
+    """A record model from normalized values; what the model refuses is the caller's input error."""
+    try:
+        return model(**values)
+    except ValidationError as exc:
+        fields = [
+            {"field": ".".join(str(p) for p in err["loc"]), "message": str(err["msg"])}
+            for err in exc.errors(include_url=False, include_input=False)
+        ]
+        first = fields[0]
+        raise CodexmemError("ERR_INVALID_INPUT", f"{first['field']}: {first['message']}", fields=fields) from None
+
+
+def require_fits(view: dict[str, Any], fields: Sequence[str], what: str) -> None:
+    """Refuse a record too large to return whole (multi-byte text counts in bytes), naming its largest field."""
+    size = size_of(view)
+    if size <= RECORD_BUDGET:
+        return
+    biggest = max(fields, key=lambda f: size_of(view.get(f)))
+    raise invalid_input(
+        biggest,
+        f"the {what} would take {size} bytes as JSON, over the {RECORD_BUDGET} bytes one answer allows: "
+        f"shorten {biggest} or split the {what}",
+    )
+
+
+def unique(items: Iterable[str]) -> list[str]:
+    """Non-empty items, first occurrence kept."""
+    return list(dict.fromkeys(item for item in items if item))

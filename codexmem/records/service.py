@@ -1,0 +1,357 @@
+"""Record channels as operations: what the MCP tools, the CLI, the example generator and the bench call.
+
+Every change goes through :meth:`Store.transaction`, so it is validated, versioned, screened for
+credentials and logged like any memory record. Everything an edit decides on (the idempotency
+key, the expected version, unique values) is checked inside the transaction, after the store
+lock is taken, so editors in separate processes are serialized. Reads answer from the index;
+callers keep it fresh (ServerState.store() does per call; a CLI store opens with a full scan).
+Formula values are computed at ``now``, on every read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from codexmem.errors import CodexmemError
+from codexmem.models import Item
+from codexmem.records.fields import validate_values
+from codexmem.records.schema import ChannelSchema
+from codexmem.records.values import (
+    in_schema_order,
+    preview_item,
+    public_item,
+    schema_from_data,
+    unique_failures,
+    validate_schema,
+)
+from codexmem.store import events as ev
+from codexmem.store.ids import check_record_id, new_id
+from codexmem.store.layout import CHANNEL, ITEM
+from codexmem.store.store import Store, Transaction
+from codexmem.timeutil import format_ts
+
+DEFAULT_PAGE = 20
+MAX_PAGE = 50
+DEFAULT_POLL = 100
+MAX_POLL = 500
+MAX_IDEMPOTENCY_KEY = 200
+
+
+@dataclass(frozen=True)
+class ChannelSummary:
+    id: str
+    name: str
+    item_count: int
+
+
+@dataclass(frozen=True)
+class Page:
+    """Up to ``limit`` items below the cursor, newest first; ``has_more`` when more lie beyond."""
+
+    schema: ChannelSchema
+    items: list[dict[str, Any]]
+    has_more: bool
+
+
+@dataclass(frozen=True)
+class EditResult:
+    """``answer`` is ``{"item": ...}``: the first answer again when ``replayed``."""
+
+    answer: dict[str, Any]
+    replayed: bool = False
+    redacted: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PollResult:
+    """Events oldest first; ``idle_since`` is the cursor to keep when none of them is used."""
+
+    events: list[dict[str, Any]]
+    has_more: bool
+    idle_since: int
+
+
+# ---------------------------------------------------------------------------------- channels
+
+
+def get_schema(store: Store, channel_id: str) -> ChannelSchema:
+    data = store.index.get(CHANNEL, channel_id)
+    if data is None:
+        raise CodexmemError(
+            "ERR_CHANNEL_NOT_FOUND",
+            f"no record channel {channel_id[:80]!r}; list_record_channels names the channels",
+        )
+    return schema_from_data(data)
+
+
+def list_channels(store: Store) -> list[ChannelSummary]:
+    index = store.index
+    return [
+        ChannelSummary(d["record_channel_id"], d["name"], index.count(ITEM, where={"channel": d["record_channel_id"]}))
+        for d in index.select(CHANNEL, order=[("id", False)])
+    ]
+
+
+def add_channel(store: Store, channel_id: str, schema: dict[str, Any], *, actor: str, now: datetime) -> ChannelSchema:
+    """Create a channel from schema data (a parsed schema file); the id given here is the channel's."""
+    given = schema.get("record_channel_id")
+    if given is not None and given != channel_id:
+        raise CodexmemError(
+            "ERR_INVALID_INPUT", f"the schema names channel {given!r}, not {channel_id!r}; make them agree"
+        )
+    parsed = validate_schema({**schema, "record_channel_id": channel_id, "version": 1})
+    with store.transaction(actor, at=format_ts(now)) as txn:
+        if txn.get(CHANNEL, channel_id) is not None:
+            raise CodexmemError("ERR_INVALID_INPUT", f"channel {channel_id} already exists")
+        for f in parsed.fields:
+            target = f.config.channel
+            if f.type == "relation" and target != channel_id and txn.get(CHANNEL, str(target)) is None:
+                raise CodexmemError(
+                    "ERR_INVALID_INPUT", f"fields.{f.key}.config.channel: there is no channel {target!r}"
+                )
+        txn.put(CHANNEL, parsed.model_dump(mode="json"), event_type="created", changed=[])
+    return parsed
+
+
+# ------------------------------------------------------------------------------------- reads
+
+
+def list_items(store: Store, channel_id: str, *, before_id: str | None, limit: int, now: datetime) -> Page:
+    """Items whose id sorts below ``before_id`` (existing or not), newest first.
+
+    A cursor on the id rather than an offset: items filed or deleted between pages cannot shift
+    it, so a pass reads nothing twice and misses nothing that existed throughout.
+    """
+    if not 1 <= limit <= MAX_PAGE:
+        raise CodexmemError("ERR_INVALID_INPUT", f"limit must be 1..{MAX_PAGE}, got {limit}")
+    if before_id is not None:
+        check_record_id(before_id, "item", "before_id")
+    schema = get_schema(store, channel_id)
+    rows = store.index.select(
+        ITEM, where={"channel": channel_id}, before_id=before_id, order=[("id", True)], limit=limit + 1
+    )
+    return Page(schema, [preview_item(schema, r, now) for r in rows[:limit]], len(rows) > limit)
+
+
+def read_item(store: Store, channel_id: str, item_id: str, *, now: datetime) -> dict[str, Any]:
+    """The whole item with its formula values."""
+    schema = get_schema(store, channel_id)
+    check_record_id(item_id, "item", "item_id")
+    data = store.index.get(ITEM, item_id, channel_id)
+    if data is None:
+        raise _item_not_found(channel_id, item_id)
+    return public_item(schema, data, now)
+
+
+def poll_events(store: Store, *, since: int, channel_id: str | None, limit: int) -> PollResult:
+    """Changes after the public sequence ``since`` (0: from the start), oldest first.
+
+    A sequence of an earlier index (before a rebuild) is ERR_CURSOR_EXPIRED, never a silent gap.
+    ``idle_since`` is the cursor to keep when no event is returned: the newest sequence this
+    index had before the query (none of its events match the filter), and always of the current
+    index, so it is usable as the next ``since`` and expires with the index like any other.
+    """
+    if not 1 <= limit <= MAX_POLL:
+        raise CodexmemError("ERR_INVALID_INPUT", f"limit must be 1..{MAX_POLL}, got {limit}")
+    if since < 0:
+        raise CodexmemError("ERR_INVALID_INPUT", f"since must be 0 or a next_since from an earlier poll, got {since}")
+    index = store.index
+    if channel_id is not None:
+        get_schema(store, channel_id)
+    local = index.local_seq(since)
+    if local is None:
+        raise CodexmemError(
+            "ERR_CURSOR_EXPIRED",
+            f"since {since} belongs to an index that was rebuilt: list the channel again, then poll from next_since",
+            next_since=index.public_seq(index.last_seq()),
+        )
+    ceiling = index.last_seq()
+    rows = index.events_after(local, channel=channel_id, limit=limit + 1)
+    return PollResult(rows[:limit], len(rows) > limit, index.public_seq(max(local, ceiling)))
+
+
+# ------------------------------------------------------------------------------------ writes
+
+
+def create_item(
+    store: Store,
+    channel_id: str,
+    values: dict[str, Any],
+    *,
+    actor: str,
+    now: datetime,
+    item_id: str | None = None,
+) -> dict[str, Any]:
+    """A new item (version 1), every required field present; ``item_id`` only for generators."""
+    rid = check_record_id(item_id, "item", "item_id") if item_id is not None else new_id("item")
+    at = format_ts(now)
+    with store.transaction(actor, at=at) as txn:
+        schema = _schema_in(txn, channel_id)
+        if txn.get(ITEM, rid, channel_id) is not None:
+            raise CodexmemError("ERR_INVALID_INPUT", f"item {rid} already exists")
+        stored = _validated(txn, schema, rid, values, existing=None)
+        item = Item(item_id=rid, record_channel_id=channel_id, version=1, created_at=at, updated_at=at, values=stored)
+        data = txn.put(ITEM, item, event_type="created", changed=sorted(stored))
+    return public_item(schema, data, now)
+
+
+def edit_item(
+    store: Store,
+    channel_id: str,
+    item_id: str,
+    values: dict[str, Any],
+    *,
+    expected_version: int | None,
+    idempotency_key: str | None,
+    actor: str,
+    now: datetime,
+) -> EditResult:
+    """Change some fields of one item: all of them valid, or nothing written.
+
+    ``expected_version`` None (people at the CLI) edits whatever is current. With an
+    ``idempotency_key`` the first committed answer is kept: the same request again gets it back
+    (``replayed``), a different request under the same key is refused.
+    """
+    check_record_id(item_id, "item", "item_id")
+    if not isinstance(values, dict) or not values:
+        raise CodexmemError(
+            "ERR_INVALID_INPUT",
+            "values: name at least one field to change",
+            fields=[{"field": "values", "message": "name at least one field to change"}],
+        )
+    if idempotency_key is not None and not 1 <= len(idempotency_key) <= MAX_IDEMPOTENCY_KEY:
+        raise CodexmemError("ERR_INVALID_INPUT", f"idempotency_key must be 1..{MAX_IDEMPOTENCY_KEY} characters")
+    fingerprint = ev.fingerprint(
+        {"record_channel_id": channel_id, "item_id": item_id, "values": values, "expected_version": expected_version}
+    )
+    with store.transaction(actor, at=format_ts(now)) as txn:
+        if idempotency_key is not None:
+            replay = _replay(txn, idempotency_key, fingerprint, now)
+            if replay is not None:
+                return replay
+        schema = _schema_in(txn, channel_id)
+        current = txn.get(ITEM, item_id, channel_id)
+        if current is None:
+            raise _item_not_found(channel_id, item_id)
+        if expected_version is not None and expected_version != current["version"]:
+            raise CodexmemError(
+                "ERR_VERSION_CONFLICT",
+                f"item {item_id} is at version {current['version']}, not {expected_version}: someone changed it "
+                "since you read it; check error.item and edit again with its version",
+                current_version=current["version"],
+                item=public_item(schema, current, now),
+            )
+        before: dict[str, Any] = current["values"]
+        stored = _validated(txn, schema, item_id, values, existing=before)
+        changed = sorted(k for k in {*before, *stored} if before.get(k, _ABSENT) != stored.get(k, _ABSENT))
+        item = Item(
+            item_id=item_id,
+            record_channel_id=channel_id,
+            version=current["version"] + 1,
+            created_at=current["created_at"],
+            updated_at=txn.at,
+            values=stored,
+        )
+        data = txn.put(
+            ITEM, item, event_type="updated", changed=changed, idempotency_key=idempotency_key, fingerprint=fingerprint
+        )
+        answer = {"item": public_item(schema, data, now)}
+        if idempotency_key is not None:
+            txn.remember_answer(idempotency_key, answer)
+        return EditResult(answer, redacted=list(txn.redacted))
+
+
+def delete_item(
+    store: Store, channel_id: str, item_id: str, *, actor: str, now: datetime, expected_version: int | None = None
+) -> int:
+    """Remove one item (its history stays in the events); returns the version it had."""
+    check_record_id(item_id, "item", "item_id")
+    with store.transaction(actor, at=format_ts(now)) as txn:
+        _schema_in(txn, channel_id)
+        current = txn.get(ITEM, item_id, channel_id)
+        if current is None:
+            raise _item_not_found(channel_id, item_id)
+        if expected_version is not None and expected_version != current["version"]:
+            raise CodexmemError(
+                "ERR_VERSION_CONFLICT",
+                f"item {item_id} is at version {current['version']}, not {expected_version}",
+                current_version=current["version"],
+            )
+        txn.delete(ITEM, item_id, channel_id)
+        return int(current["version"])
+
+
+# ----------------------------------------------------------------------------------- helpers
+
+_ABSENT = object()
+
+
+def _item_not_found(channel_id: str, item_id: str) -> CodexmemError:
+    return CodexmemError(
+        "ERR_RECORD_NOT_FOUND", f"no item {item_id[:80]} in channel {channel_id}; list_record_items shows its items"
+    )
+
+
+def _schema_in(txn: Transaction, channel_id: str) -> ChannelSchema:
+    # The index was refreshed when the transaction took the lock.
+    return get_schema(txn.store, channel_id)
+
+
+def _validated(
+    txn: Transaction, schema: ChannelSchema, item_id: str, values: dict[str, Any], *, existing: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The values to store, or one ERR_VALIDATION_FAILED listing every failing field, uniqueness included."""
+    index = txn.store.index
+
+    def relation_exists(channel: str, rid: str) -> bool:
+        return index.get(ITEM, rid, channel) is not None
+
+    failures: list[dict[str, Any]] = []
+    stored: dict[str, Any] = {}
+    try:
+        stored = validate_values(
+            schema, values, existing=existing, relation_exists=relation_exists, partial=existing is not None
+        )
+    except CodexmemError as exc:
+        if exc.code != "ERR_VALIDATION_FAILED":
+            raise
+        failures = list(exc.fields or [])
+    failed = {f["key"] for f in failures}
+    failures += unique_failures(index, schema, item_id, {k: v for k, v in values.items() if k not in failed})
+    if failures:
+        raise CodexmemError(
+            "ERR_VALIDATION_FAILED",
+            f"rejected, nothing was written: {_key_list([f['key'] for f in failures])} (error.fields says why "
+            "and what is allowed)",
+            fields=failures,
+        )
+    return in_schema_order(schema, stored)
+
+
+def _key_list(keys: list[str], shown: int = 10) -> str:
+    """Failing keys for a one-line message, bounded however many (or however long) the request sent."""
+    text = ", ".join(k[:64] for k in keys[:shown])
+    return text + (f" and {len(keys) - shown} more" if len(keys) > shown else "")
+
+
+def _replay(txn: Transaction, key: str, fingerprint: str, now: datetime) -> EditResult | None:
+    """The first answer of a committed edit that used ``key``; None when the key is unused."""
+    found = txn.store.index.idempotency(key)
+    if found is None:
+        return None
+    event, answer = found
+    if event["fingerprint"] != fingerprint:
+        raise CodexmemError(
+            "ERR_IDEMPOTENCY_KEY_REUSED",
+            "this idempotency_key was already used for a different request; use a new key for a new edit",
+        )
+    if answer is None:  # the index was rebuilt: the event survived, the remembered answer did not
+        channel_id = str(event["record_channel_id"])
+        schema = get_schema(txn.store, channel_id)
+        current = txn.get(ITEM, str(event["id"]), channel_id)
+        if current is None:
+            raise _item_not_found(channel_id, str(event["id"]))
+        answer = {"item": public_item(schema, current, now)}
+    return EditResult(answer, replayed=True)

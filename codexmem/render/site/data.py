@@ -1,0 +1,352 @@
+"""Everything the site shows, read from the index once into plain data.
+
+Pages are cut from this one structure, so a record is parsed, and its formulas evaluated, once
+per build however many pages show it. Backlinks, tags and file mentions are computed here in a
+single pass over the records. Everything is plain dicts and lists (JSON-able): a page's context
+can be hashed to decide whether it must be rendered again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from codexmem.models import HANDOFF_STATUSES, NOTE_STATUSES, NOTE_TYPES
+from codexmem.records.schema import COLOR_RE, ChannelSchema
+from codexmem.store.layout import CHANNEL, HANDOFF, IMPORT, ITEM, NOTE, SESSION
+from codexmem.store.store import Store
+from codexmem.timeutil import format_ts, parse_ts
+
+Rec = dict[str, Any]
+
+ALL_EVENTS = 1_000_000_000
+"""``events_after`` limit that means "all of them": the site reads the log in one query."""
+
+MEMORY_FOLDERS = {"session": "sessions", "note": "notes", "handoff": "handoffs", "import": "imports"}
+FALLBACK_COLOR = "#94a3b8"
+
+
+def url_of(kind: str, rid: str, channel: str | None = None) -> str:
+    """The permalink of a record, relative to the site root (a folder with index.html)."""
+    if kind == "item":
+        return f"channels/{channel}/{rid}/"
+    if kind == "channel":
+        return f"channels/{rid}/"
+    return f"{MEMORY_FOLDERS[kind]}/{rid}/"
+
+
+def file_slug(path: str) -> str:
+    """A safe, stable folder name for a file path that anyone may have written."""
+    readable = re.sub(r"[^a-z0-9]+", "-", path.lower()).strip("-")[-60:].strip("-") or "file"
+    digest = hashlib.sha256(path.encode("utf-8")).hexdigest()[:8]
+    return f"{readable}-{digest}"
+
+
+def text_color(hex_color: str) -> str:
+    """Black or white, whichever reads better on ``hex_color`` (WCAG relative luminance)."""
+    channels = [int(hex_color[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    luminance = 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+    return "#000000" if luminance > 0.179 else "#ffffff"
+
+
+def safe_color(value: object) -> str:
+    """The option's colour when it is a plain hex colour (it goes into a style attribute)."""
+    return value.lower() if isinstance(value, str) and COLOR_RE.fullmatch(value) else FALLBACK_COLOR
+
+
+@dataclass
+class SiteData:
+    """The whole store as the site sees it."""
+
+    title: str
+    now: datetime
+    systems: list[Rec]
+    projects: dict[str, Rec]
+    records: dict[str, dict[str, Rec]]
+    """kind name -> id -> record data (sessions, notes, handoffs, imports)."""
+    channels: dict[str, Rec]
+    """channel id -> public schema plus ``options`` lookups per field."""
+    items: dict[str, dict[str, Rec]]
+    """channel id -> item id -> item data with ``computed`` formula values."""
+    events: list[Rec]
+    """Every event, newest first."""
+    history: dict[str, list[Rec]] = field(default_factory=dict)
+    backlinks: dict[str, list[Rec]] = field(default_factory=dict)
+    tags: dict[str, list[str]] = field(default_factory=dict)
+    files: dict[str, list[Rec]] = field(default_factory=dict)
+    session_events: dict[str, list[Rec]] = field(default_factory=dict)
+    refs: dict[str, Rec] = field(default_factory=dict)
+
+    def ref(self, rid: str) -> Rec:
+        """A small link to any record: kind, id, title, url; ``missing`` when it is not here."""
+        found = self.refs.get(rid)
+        if found is not None:
+            return found
+        return {"kind": rid.split("_", 1)[0], "id": rid, "title": rid, "url": None, "status": None, "project": None,
+                "missing": True}  # fmt: skip
+
+
+# ------------------------------------------------------------------ loading
+
+
+def load(store: Store, *, now: datetime | None = None) -> SiteData:
+    """Read every record and event once; compute refs, formulas, history and backlinks."""
+    index = store.fresh_index(full=True)
+    config = store.config
+    records = {
+        kind.name: {r[kind.id_field]: r for r in index.select(kind, order=[("id", False)])}
+        for kind in (SESSION, NOTE, HANDOFF, IMPORT)
+    }
+    schemas = [ChannelSchema.model_validate(raw) for raw in index.select(CHANNEL, order=[("id", False)])]
+    raw_items = {
+        s.record_channel_id: index.select(ITEM, where={"channel": s.record_channel_id}, order=[("id", False)])
+        for s in schemas
+    }
+    events = sorted(
+        (_plain_event(e) for e in index.events_after(0, limit=ALL_EVENTS)),
+        key=lambda e: (e["at"], e["event_id"]),
+        reverse=True,
+    )
+    moment = now or _latest(records, raw_items, events)
+    data = SiteData(
+        title=config.site.title or _default_title(store),
+        now=moment,
+        systems=[],
+        projects={},
+        records=records,
+        channels={s.record_channel_id: _channel_info(s) for s in schemas},
+        items={
+            s.record_channel_id: {
+                row["item_id"]: _with_formulas(s, row, moment) for row in raw_items[s.record_channel_id]
+            }
+            for s in schemas
+        },
+        events=events,
+    )
+    _collect_projects(data, store)
+    _collect_refs(data)
+    _collect_history(data)
+    _collect_links(data)
+    return data
+
+
+def _latest(records: dict[str, dict[str, Rec]], items: dict[str, list[Rec]], events: list[Rec]) -> datetime:
+    """The time of the latest event or record change: stable output without a wall clock."""
+    stamps = [str(r.get("updated_at") or "") for group in records.values() for r in group.values()]
+    stamps += [str(r["updated_at"]) for rows in items.values() for r in rows]
+    stamps += [events[0]["at"]] if events else []
+    latest = max(stamps, default="")
+    return parse_ts(latest) if latest else parse_ts("1970-01-01T00:00:00.000Z")
+
+
+def _default_title(store: Store) -> str:
+    config = store.config
+    if config.system is not None:
+        return f"{config.system.name} memory"
+    if len(config.projects) == 1:
+        return f"{config.projects[0].name} memory"
+    return "codexmem"
+
+
+def _plain_event(event: Rec) -> Rec:
+    """An event without the index-local sequence (it differs between clones and rebuilds)."""
+    return {
+        "event_id": event["event_id"],
+        "at": event["at"],
+        "actor": event["actor"],
+        "kind": event["kind"],
+        "id": event["id"],
+        "channel": event.get("record_channel_id"),
+        "type": event["type"],
+        "version": event["version"],
+        "changed": list(event.get("changed") or []),
+    }
+
+
+def _channel_info(schema: ChannelSchema) -> Rec:
+    info = schema.to_public()
+    for f in info["fields"]:
+        options = (f.get("config") or {}).get("options") or []
+        f["options"] = {
+            o["value"]: {
+                "label": o["label"],
+                "color": safe_color(o.get("color")),
+                "fg": text_color(safe_color(o.get("color"))),
+                "rank": rank,
+            }
+            for rank, o in enumerate(options)
+        }
+        f["option_list"] = [o["value"] for o in options]
+    text_keys = [f["key"] for f in info["fields"] if f["type"] == "text"]
+    info["title_key"] = "title" if "title" in text_keys else (text_keys[0] if text_keys else None)
+    return info
+
+
+def _with_formulas(schema: ChannelSchema, item: Rec, now: datetime) -> Rec:
+    env = {**item.get("values", {}), "created_at": item["created_at"], "updated_at": item["updated_at"]}
+    return {**item, "computed": schema.compute_formulas(env, now=now)}
+
+
+def _collect_projects(data: SiteData, store: Store) -> None:
+    """Projects and systems from the config, plus any the records name (a shared store)."""
+    config = store.config
+    systems: dict[str, Rec] = {}
+    if config.system is not None:
+        systems[config.system.id] = {"id": config.system.id, "name": config.system.name, "projects": []}
+    for decl in config.projects:
+        data.projects[decl.id] = {
+            "id": decl.id,
+            "name": decl.name,
+            "system": decl.system,
+            "remotes": list(decl.remotes),
+            "relations": [r.model_dump(mode="json") for r in decl.relations],
+        }
+    for kind in ("session", "note", "handoff", "import"):
+        for rec in data.records[kind].values():
+            scope = rec["scope"]
+            sid, pid = scope["system_id"], scope["project_id"]
+            systems.setdefault(sid, {"id": sid, "name": sid, "projects": []})
+            project = data.projects.setdefault(
+                pid, {"id": pid, "name": pid, "system": None, "remotes": [], "relations": []}
+            )
+            if project["system"] is None:
+                project["system"] = scope["system_id"]
+    for pid in sorted(data.projects):
+        project = data.projects[pid]
+        project["url"] = f"projects/{pid}/"
+        sid = project["system"] or ""
+        systems.setdefault(sid, {"id": sid, "name": sid or "(no system)", "projects": []})
+        systems[sid]["projects"].append(pid)
+    data.systems = [systems[k] for k in sorted(systems, key=lambda s: (systems[s]["name"], s))]
+
+
+def _collect_refs(data: SiteData) -> None:
+    for note in data.records["note"].values():
+        data.refs[note["note_id"]] = _ref("note", note["note_id"], note["title"], note["status"], note)
+    for h in data.records["handoff"].values():
+        data.refs[h["handoff_id"]] = _ref("handoff", h["handoff_id"], h["task"], h["status"], h)
+    for s in data.records["session"].values():
+        title = s["task"] or f"Session {s['started_at'][:10]}"
+        data.refs[s["session_id"]] = _ref("session", s["session_id"], title, s["status"], s)
+    for imp in data.records["import"].values():
+        title = f"{imp['source'].replace('_', ' ')} {imp.get('external_id') or imp['import_id']}"
+        status = "suppressed" if imp["suppressed"] else "imported"
+        data.refs[imp["import_id"]] = _ref("import", imp["import_id"], title, status, imp)
+    for cid, info in data.channels.items():
+        data.refs[cid] = {"kind": "channel", "id": cid, "title": info["name"], "url": url_of("channel", cid),
+                          "status": None, "project": None}  # fmt: skip
+        key = info["title_key"]
+        for iid, item in data.items[cid].items():
+            value = item["values"].get(key) if key else None
+            title = value if isinstance(value, str) and value.strip() else iid
+            data.refs[iid] = {
+                "kind": "item",
+                "id": iid,
+                "title": title,
+                "url": url_of("item", iid, cid),
+                "status": None,
+                "project": None,
+            }
+
+
+def _ref(kind: str, rid: str, title: str, status: str, rec: Rec) -> Rec:
+    return {
+        "kind": kind,
+        "id": rid,
+        "title": title,
+        "status": status,
+        "url": url_of(kind, rid),
+        "project": rec["scope"]["project_id"],
+    }
+
+
+def _collect_history(data: SiteData) -> None:
+    """Each record's events, oldest first; sessions also get the events they caused."""
+    by_record: dict[str, list[Rec]] = defaultdict(list)
+    by_session: dict[str, list[Rec]] = defaultdict(list)
+    sessions = data.records["session"]
+    for event in reversed(data.events):
+        by_record[event["id"]].append(event)
+        if event["actor"] in sessions:
+            by_session[event["actor"]].append(event)
+    for events in by_record.values():
+        events.sort(key=lambda e: (e["version"], e["at"], e["event_id"]))
+    data.history = dict(by_record)
+    data.session_events = {sid: list(reversed(evs)) for sid, evs in by_session.items()}
+
+
+def _collect_links(data: SiteData) -> None:
+    """Backlinks, tags and file mentions in one pass over the records."""
+    links: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    tags: dict[str, set[str]] = defaultdict(set)
+    files: dict[str, set[tuple[str, str]]] = defaultdict(set)
+    for nid, note in data.records["note"].items():
+        links[note["session_id"]].add(("Notes it wrote", nid))
+        if note.get("superseded_by"):
+            links[note["superseded_by"]].add(("Supersedes", nid))
+        for pid in note.get("related_project_ids") or []:
+            links[pid].add(("Notes of other projects that relate to it", nid))
+        for tag in note.get("tags") or []:
+            tags[tag].add(nid)
+        for path in note.get("file_paths") or []:
+            files[path].add(("note", nid))
+    for hid, handoff in data.records["handoff"].items():
+        links[handoff["session_id"]].add(("Handoffs it wrote", hid))
+        for nid in handoff.get("related_note_ids") or []:
+            links[nid].add(("Handoffs that list it", hid))
+        for path in handoff.get("files_touched") or []:
+            files[path].add(("handoff", hid))
+    for iid, imp in data.records["import"].items():
+        links[imp["session_id"]].add(("Imports it recorded", iid))
+        if imp.get("durable_memory_id"):
+            links[imp["durable_memory_id"]].add(("Imports that materialized it", iid))
+    for cid, info in data.channels.items():
+        relations = [f for f in info["fields"] if f["type"] == "relation"]
+        for item_id, item in data.items[cid].items():
+            for f in relations:
+                for target in item["values"].get(f["key"]) or []:
+                    if isinstance(target, str):
+                        links[target].add((f"{info['name']} · {f['label']}", item_id))
+    data.backlinks = {
+        rid: [{"group": group, **data.ref(src)} for group, src in sorted(pairs, key=lambda p: (p[0], p[1]))]
+        for rid, pairs in links.items()
+    }
+    data.tags = {tag: sorted(ids) for tag, ids in sorted(tags.items())}
+    data.files = {path: [data.ref(rid) for _kind, rid in sorted(refs)] for path, refs in sorted(files.items())}
+
+
+# ------------------------------------------------------------------ ordering helpers
+
+
+def note_order(note: Rec) -> tuple[int, int, int]:
+    """Type, then status (active first), then importance (high first)."""
+    return NOTE_TYPES.index(note["type"]), NOTE_STATUSES.index(note["status"]), -int(note["importance"])
+
+
+def handoff_rank(handoff: Rec) -> int:
+    """Open handoffs first."""
+    return HANDOFF_STATUSES.index(handoff["status"])
+
+
+def newest_first(records: list[Rec], key: str, *then: Any) -> list[Rec]:
+    """Sorted newest first on ``key`` (ties: larger id first), then stably by each ``then`` key."""
+    out = sorted(records, key=lambda r: (str(r.get(key) or ""), _id_of(r)), reverse=True)
+    for order in reversed(then):
+        out.sort(key=order)
+    return out
+
+
+def _id_of(rec: Rec) -> str:
+    for name in ("note_id", "handoff_id", "session_id", "import_id", "item_id", "event_id", "id"):
+        if name in rec:
+            return str(rec[name])
+    return ""
+
+
+def iso(moment: datetime) -> str:
+    return format_ts(moment)

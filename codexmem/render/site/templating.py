@@ -1,0 +1,94 @@
+"""The Jinja environment of the site: autoescaping, filters, and Markdown rendered once.
+
+Autoescape is on for every template, so titles, labels, paths and values are escaped unless a
+filter below marks its own output safe (only ``markdown``, whose renderer has raw HTML off).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup
+
+from codexmem.render.markdown import is_safe_url, render_markdown
+
+_MD_SYNTAX = re.compile(r"[`*_#>\[\]()!|~]+")
+
+
+class MarkdownCache:
+    """Markdown rendered at most once per text in a build: it is the cost of a build."""
+
+    def __init__(self) -> None:
+        self._html: dict[str, Markup] = {}
+        self.rendered = 0
+
+    def __call__(self, text: str) -> Markup:
+        html = self._html.get(text)
+        if html is None:
+            html = self._html[text] = Markup(render_markdown(text))  # noqa: S704 - raw HTML is off
+            self.rendered += 1
+        return html
+
+
+def make_env(templates: Path, markdown: MarkdownCache) -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(str(templates)),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(
+        markdown=markdown,
+        dt=format_dt,
+        day=lambda ts: str(ts)[:10],
+        num=format_num,
+        link_url=link_url,
+        excerpt=excerpt,
+        compact_json=lambda v: json.dumps(v, ensure_ascii=False, sort_keys=True),
+        words=lambda s: str(s).replace("_", " "),
+        plural=plural,
+    )
+    return env
+
+
+def format_dt(ts: str | None) -> str:
+    """``2026-03-13T10:52:00.123Z`` -> ``2026-03-13 10:52`` (UTC, said once in the footer)."""
+    if not ts:
+        return ""
+    return f"{ts[:10]} {ts[11:16]}".strip()
+
+
+def format_num(value: Any) -> str:
+    """Whole numbers without a decimal point, others with at most two decimals."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:,.2f}".rstrip("0").rstrip(".")
+    return f"{int(value):,}"
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 note``, ``2 notes``, ``1,204 items``."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
+def link_url(value: Any) -> str | None:
+    """A URL value worth an href: http(s) or mailto only; anything else is shown as text."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    lowered = value.strip().lower()
+    if not lowered.startswith(("http://", "https://", "mailto:")):
+        return None
+    return value.strip() if is_safe_url(value) else None
+
+
+def excerpt(text: str, limit: int = 180) -> str:
+    """Plain text from the start of a Markdown body, for lists (no Markdown run for it)."""
+    flat = " ".join(_MD_SYNTAX.sub(" ", text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"

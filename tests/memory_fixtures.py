@@ -1,0 +1,85 @@
+"""Helpers shared by the memory tests: real stores, real git repositories, a real MCP client.
+
+Imported explicitly (``from memory_fixtures import ...``), like ``store_fixtures``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from mcp import Client
+from store_fixtures import git
+
+from codexmem.errors import Warnings
+from codexmem.mcp.envelope import compact
+from codexmem.mcp.server import build_server
+from codexmem.mcp.state import ServerState
+from codexmem.memory import scope as scope_service
+from codexmem.memory import sessions
+from codexmem.store.init import init_store
+from codexmem.store.store import Store
+
+NOW = datetime(2026, 3, 13, 10, 30, tzinfo=UTC)
+
+
+def make_repo(path: Path, *, remote: str | None = None, branch: str = "main") -> Path:
+    """A git work tree (no commit needed for scope resolution) with a local identity."""
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q", "-b", branch)
+    git(path, "config", "user.name", "Test User")
+    git(path, "config", "user.email", "test@example.com")
+    if remote is not None:
+        git(path, "remote", "add", "origin", remote)
+    return path
+
+
+def shared_store(root: Path, *, system_name: str | None = "order-platform") -> Path:
+    """A shared store (``codexmem init --store``) outside any repository; returns its path."""
+    init_store(root, cwd=root.parent, system_name=system_name, shared=True)
+    return root
+
+
+def clock(start: datetime = NOW) -> Callable[[], datetime]:
+    """A clock that advances one second per reading, so every record has its own time."""
+    state = {"now": start}
+
+    def tick() -> datetime:
+        state["now"] += timedelta(seconds=1)
+        return state["now"]
+
+    return tick
+
+
+@asynccontextmanager
+async def mcp_client(store_path: Path, *, now: datetime = NOW) -> AsyncIterator[Client]:
+    """The real server in process, behind the real client with the initialize handshake."""
+    async with Client(build_server(ServerState(store_path, clock=clock(now))), mode="legacy") as client:
+        yield client
+
+
+async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
+    """Call a tool; return the envelope after checking the text content is its compact JSON."""
+    result = await client.call_tool(tool, arguments)
+    envelope = result.structured_content
+    assert isinstance(envelope, dict)
+    assert result.content[0].text == compact(envelope)
+    assert result.is_error is not envelope["ok"]
+    return envelope
+
+
+def answer_bytes(envelope: dict[str, Any]) -> int:
+    return len(compact(envelope).encode("utf-8"))
+
+
+def session_in(store: Store, cwd: Path, *, now: datetime = NOW, task: str = "") -> tuple[dict[str, Any], str]:
+    """Resolve ``cwd`` and start a session there by the services; returns (scope dict, session id)."""
+    warnings = Warnings()
+    scope = scope_service.resolve_scope(store, warnings, cwd=str(cwd))
+    record = sessions.open_session(
+        store, now, warnings, scope=scope.ref(), task=task, workspace_root=scope.workspace_root
+    )
+    return scope.as_dict(), str(record["session_id"])

@@ -1,0 +1,146 @@
+"""Helpers the record channel tests share: stores with the example bug tracker, a fixed clock, an MCP client.
+
+The bug tracker's schema and its bug generator come from ``scripts/build_example_channel.py``, so
+the tests, the bench and ``store-example/`` describe the same channel.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import random
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from mcp import Client
+
+from codexmem.mcp.envelope import MAX_ANSWER_BYTES
+from codexmem.mcp.server import build_server
+from codexmem.mcp.state import ServerState
+from codexmem.records import service
+from codexmem.store.init import init_store
+from codexmem.store.store import Store
+
+REPO = Path(__file__).resolve().parent.parent
+NOW = datetime(2026, 3, 13, 10, 52, tzinfo=UTC)
+CREATED = NOW - timedelta(days=10)
+PERSON = "cli:tester"
+
+
+def load_script(relpath: str, name: str) -> ModuleType:
+    """Import a script of the repository (not a package) by path."""
+    spec = importlib.util.spec_from_file_location(name, REPO / relpath)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+example = load_script("scripts/build_example_channel.py", "build_example_channel")
+BUGS_SCHEMA: dict[str, Any] = example.BUGS_SCHEMA
+bug_values: Callable[..., dict[str, Any]] = example.bug_values
+
+REF_OPTIONS = [
+    {"value": "red", "label": "Red", "color": "#ef4444"},
+    {"value": "green", "label": "Green", "color": "#22c55e"},
+]
+ALL_TYPES: dict[str, Any] = {
+    "name": "Every field type",
+    "fields": [
+        {"key": "text", "label": "Text", "type": "text", "config": {"max_length": 10}},
+        {"key": "number", "label": "Number", "type": "number", "config": {"min": -5, "max": 5}},
+        {"key": "currency", "label": "Price", "type": "currency", "config": {"min": 0}},
+        {"key": "percentage", "label": "Done", "type": "percentage"},
+        {"key": "rating", "label": "Stars", "type": "rating", "config": {"max_stars": 5}},
+        {"key": "boolean", "label": "Flag", "type": "boolean"},
+        {"key": "date", "label": "Due", "type": "date"},
+        {"key": "email", "label": "Mail", "type": "email"},
+        {"key": "phone", "label": "Phone", "type": "phone"},
+        {"key": "url", "label": "Link", "type": "url"},
+        {"key": "select", "label": "Colour", "type": "select", "config": {"options": REF_OPTIONS}},
+        {"key": "multi_select", "label": "Colours", "type": "multi_select", "config": {"options": REF_OPTIONS}},
+        {"key": "relation", "label": "Bugs", "type": "relation", "config": {"channel": "bugs"}},
+        {"key": "file", "label": "File", "type": "file"},
+        {"key": "json", "label": "Data", "type": "json"},
+        {
+            "key": "double",
+            "label": "Double",
+            "type": "formula",
+            "config": {"expression": "number * 2", "result_type": "number"},
+        },
+    ],
+}
+
+
+def fixed_clock() -> datetime:
+    return NOW
+
+
+def new_store(root: Path) -> Path:
+    """An empty shared store at ``root`` (no git needed)."""
+    init_store(root, cwd=root, shared=True)
+    return root
+
+
+def add_bugs(path: Path, count: int, *, seed: int = 1, first: int = 1) -> list[str]:
+    """``count`` New bugs through the service (as a person would), oldest first; returns their ids."""
+    store = Store(path)
+    if not _has_channel(store, "bugs"):
+        service.add_channel(store, "bugs", BUGS_SCHEMA, actor=PERSON, now=CREATED)
+    rng = random.Random(seed)
+    ids = [
+        service.create_item(store, "bugs", bug_values(rng, n), actor=PERSON, now=CREATED)["id"]
+        for n in range(first, first + count)
+    ]
+    store.index.close()
+    return ids
+
+
+def _has_channel(store: Store, channel: str) -> bool:
+    return any(c.id == channel for c in service.list_channels(store))
+
+
+def bugs_store(root: Path, count: int = 5, *, seed: int = 1) -> tuple[Path, list[str]]:
+    path = new_store(root)
+    return path, add_bugs(path, count, seed=seed)
+
+
+@asynccontextmanager
+async def mcp_client(path_or_state: Path | ServerState) -> AsyncIterator[Client]:
+    """An in-process client of the real server, over the legacy handshake Codex uses; the clock is fixed."""
+    state = path_or_state if isinstance(path_or_state, ServerState) else ServerState(path_or_state, clock=fixed_clock)
+    async with Client(build_server(state), mode="legacy") as client:
+        yield client
+
+
+async def call(client: Client, name: str, **arguments: Any) -> dict[str, Any]:
+    """One tool call; returns the envelope after checking it is the text the model sees, within budget."""
+    result = await client.call_tool(name, arguments)
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert len(text.encode("utf-8")) <= MAX_ANSWER_BYTES
+    envelope: dict[str, Any] = json.loads(text)
+    assert result.structured_content == envelope
+    assert result.is_error is (not envelope["ok"])
+    return envelope
+
+
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """The real CLI in a subprocess: ``python -m codexmem ...``."""
+    return subprocess.run(
+        [sys.executable, "-m", "codexmem", *args], capture_output=True, text=True, cwd=cwd, timeout=120, check=False
+    )
+
+
+def events_of(path: Path) -> list[dict[str, Any]]:
+    """Every committed event line of the store, in shard order."""
+    lines: list[dict[str, Any]] = []
+    for shard in sorted((path / "events").glob("*/*.jsonl")):
+        lines.extend(json.loads(line) for line in shard.read_text("utf-8").splitlines() if line.strip())
+    return lines

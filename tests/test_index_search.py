@@ -1,0 +1,83 @@
+"""Full-text search in the index: word prefixes and stems both match; query text is never syntax."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from codexmem.models import Note, ScopeRef, Session
+from codexmem.store.ids import new_id
+from codexmem.store.index import TextQuery
+from codexmem.store.init import init_store
+from codexmem.store.layout import NOTE, SESSION
+from codexmem.store.store import Store
+from codexmem.timeutil import now_ts
+
+SCOPE = ScopeRef(system_id="sys_demo_1a2b3c4d", project_id="proj_app_1a2b3c4d", workspace_id="ws_app_1a2b3c4d")
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    init_store(tmp_path / "store", cwd=tmp_path, system_name="demo")
+    store = Store(tmp_path / "store")
+    at = now_ts()
+    session_id = new_id("sess")
+    texts = [
+        ("Payment enum validation", "Client validation reads generated enums."),
+        ("Retry policy", 'Workers retry "idempotent" jobs three times; see NEAR(x) AND title:foo.'),
+        ("Café ordering", "Diacritics should not matter."),
+    ]
+    with store.transaction("cli:test") as txn:
+        txn.put(
+            SESSION,
+            Session(session_id=session_id, version=1, scope=SCOPE, status="active", started_at=at, updated_at=at),
+            event_type="created",
+            changed=[],
+        )
+        for title, content in texts:
+            note = Note(
+                note_id=new_id("note"), version=1, scope=SCOPE, session_id=session_id, type="decision",
+                title=title, importance=3, content=content, created_at=at, updated_at=at,
+            )  # fmt: skip
+            txn.put(NOTE, note, event_type="created", changed=[])
+    return store
+
+
+def titles(store: Store, *words: str, any_word: bool = False) -> list[str]:
+    hits = store.fresh_index().search([NOTE], TextQuery(words, any_word=any_word))
+    return sorted(rec["title"] for rec, _ in hits)
+
+
+def test_word_prefix_matches(store: Store) -> None:
+    assert titles(store, "pay") == ["Payment enum validation"]
+    assert titles(store, "valid") == ["Payment enum validation"]
+
+
+def test_stems_match(store: Store) -> None:
+    # "validate" is no prefix of "validation": only the porter table finds it.
+    assert titles(store, "validate") == ["Payment enum validation"]
+    assert titles(store, "retrying") == ["Retry policy"]
+
+
+def test_all_words_by_default_any_word_on_request(store: Store) -> None:
+    assert titles(store, "payment", "retry") == []
+    assert titles(store, "payment", "retry", any_word=True) == ["Payment enum validation", "Retry policy"]
+
+
+def test_diacritics_and_case_fold(store: Store) -> None:
+    assert titles(store, "cafe") == ["Café ordering"]
+    assert titles(store, "CAFÉ") == ["Café ordering"]
+
+
+@pytest.mark.parametrize("word", ['"', "NEAR(x)", "title:foo", "AND", "*", "-", "a\"b", "(", "^x"])
+def test_query_text_is_never_fts_syntax(store: Store, word: str) -> None:
+    # Must not raise, and operators are plain words.
+    titles(store, word)
+    assert titles(store, "near") == ["Retry policy"]
+
+
+def test_deleted_and_rebuilt_index_answers_the_same(store: Store) -> None:
+    before = titles(store, "valid")
+    store.index.rebuild()
+    assert titles(store, "valid") == before

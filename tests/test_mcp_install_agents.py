@@ -1,0 +1,161 @@
+"""memory_install_agents through the real MCP server and client, on real repositories and a temporary HOME."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+from memory_fixtures import call, make_repo, mcp_client, shared_store
+
+from codexmem.render.agents import BEGIN_MARKER, END_MARKER
+from codexmem.store.init import init_store
+
+pytestmark = pytest.mark.anyio
+
+REMOTE = "git@github.com:example/order-web.git"
+HAND_WRITTEN = "# Team rules\n\nAlways run `make lint` before pushing.\n"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "home"
+    path.mkdir()
+    monkeypatch.setenv("HOME", str(path))
+    return path
+
+
+@pytest.fixture
+def store_path(tmp_path: Path) -> Path:
+    return shared_store(tmp_path / "store")
+
+
+@pytest.fixture
+def web(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "work" / "order-web", remote=REMOTE)
+
+
+async def install(client: Client, **args: Any) -> dict[str, Any]:
+    return await call(client, "memory_install_agents", **args)
+
+
+def codes(envelope: dict[str, Any]) -> list[str]:
+    return [w["code"] for w in envelope["warnings"]]
+
+
+async def test_safe_mode_writes_new_files_and_never_touches_existing_ones(
+    store_path: Path, web: Path, home: Path
+) -> None:
+    (web / "AGENTS.md").write_text(HAND_WRITTEN)
+    async with mcp_client(store_path) as client:
+        first = await install(client, target="both", mode="safe", cwd=str(web / "src" / ".."))
+        second = await install(client, target="global", mode="safe")
+    global_path = home / ".codex" / "AGENTS.md"
+    assert first["data"]["written_files"] == [{"path": str(global_path), "target": "global", "mode": "safe"}]
+    assert first["data"]["skipped_files"] == [
+        {"path": str(web / "AGENTS.md"), "target": "project", "mode": "safe",
+         "reason": "existing AGENTS.md was preserved in safe mode"},
+    ]  # fmt: skip
+    assert codes(first) == ["WARN_EXISTING_AGENTS_SKIPPED"]
+    assert (web / "AGENTS.md").read_text() == HAND_WRITTEN
+    assert global_path.read_text().startswith("#") and second["data"]["written_files"] == []
+    assert [f["target"] for f in second["data"]["skipped_files"]] == ["global"]
+
+
+async def test_append_three_times_leaves_one_block_and_the_rest_byte_for_byte(
+    store_path: Path, web: Path, home: Path
+) -> None:
+    (web / "AGENTS.md").write_text(HAND_WRITTEN)
+    sub = web / "src" / "order"
+    sub.mkdir(parents=True)
+    async with mcp_client(store_path) as client:
+        answers = [await install(client, target="project", mode="append", cwd=str(sub)) for _ in range(3)]
+        renamed = await install(client, target="project", mode="append", cwd=str(web), project_name="order-web-2")
+    text = (web / "AGENTS.md").read_text()
+    assert not (sub / "AGENTS.md").exists(), "the project file goes at the git root"
+    assert text.startswith(HAND_WRITTEN) and text.count(BEGIN_MARKER) == text.count(END_MARKER) == 1
+    assert "Project name: order-web-2" in text and "Project name: order-web\n" not in text
+    assert answers[0]["data"]["written_files"][0]["mode"] == "append"
+    assert [a["data"]["written_files"] for a in answers[1:]] == [[], []]
+    assert [f["reason"] for a in answers[1:] for f in a["data"]["skipped_files"]] == ["already up to date"] * 2
+    assert renamed["data"]["written_files"][0]["path"] == str(web / "AGENTS.md")
+
+
+async def test_overwrite_replaces_the_file_with_the_rendering_and_overrides_apply(
+    store_path: Path, web: Path, home: Path
+) -> None:
+    (web / "AGENTS.md").write_text(HAND_WRITTEN)
+    async with mcp_client(store_path) as client:
+        answer = await install(
+            client, target="project", mode="overwrite", cwd=str(web), project_name="order-web",
+            system_name="order-platform", related_repositories=["order-api", "order-worker", "order-api"],
+            preferred_tags=["spec", "api", "go"], allow_related_project_memory=True,
+        )  # fmt: skip
+    text = (web / "AGENTS.md").read_text()
+    assert answer["ok"] and answer["warnings"] == []
+    assert HAND_WRITTEN not in text and BEGIN_MARKER not in text
+    assert "- Project name: order-web" in text and "- System name: order-platform" in text
+    assert "- order-api: related to\n- order-worker: related to" in text
+    assert "`spec`, `api`, `go`" in text and "may be used for cross-repository work" in text
+
+
+async def test_unknown_names_stay_visible_as_placeholders(tmp_path: Path, web: Path, home: Path) -> None:
+    bare = tmp_path / "bare-store"
+    init_store(bare, cwd=tmp_path, shared=True)  # no system declared
+    async with mcp_client(bare) as client:
+        answer = await install(client, target="project", mode="safe", cwd=str(web))
+    assert codes(answer) == ["WARN_PLACEHOLDERS_UNRESOLVED"] and "<system-name>" in answer["warnings"][0]["message"]
+    assert "- System name: <system-name>" in (web / "AGENTS.md").read_text()
+
+
+async def test_a_declared_project_renders_from_the_store_config(web: Path, home: Path) -> None:
+    store = web / ".codexmem"
+    init_store(store, cwd=web, system_name="order-platform")
+    async with mcp_client(store) as client:
+        answer = await install(client, target="project", mode="safe", cwd=str(web), preferred_tags=["checkout"])
+    text = (web / "AGENTS.md").read_text()
+    assert answer["warnings"] == []
+    assert "- Project name: order-web" in text and "- System name: order-platform" in text
+    assert "`checkout`" in text
+
+
+async def test_bad_targets_modes_and_paths_write_nothing(store_path: Path, tmp_path: Path, home: Path) -> None:
+    outside = tmp_path / "not-a-repo"
+    outside.mkdir()
+    async with mcp_client(store_path) as client:
+        answers = {
+            "target": await install(client, target="everywhere", mode="safe"),
+            "mode": await install(client, target="global", mode="replace"),
+            "outside": await install(client, target="both", mode="overwrite", cwd=str(outside)),
+            "etc": await install(client, target="project", mode="overwrite", cwd="/etc"),
+            "no_cwd": await install(client, target="project", mode="safe"),
+        }
+    assert {k: v["error"]["code"] for k, v in answers.items()} == {
+        "target": "ERR_INVALID_TARGET", "mode": "ERR_INVALID_TARGET", "outside": "ERR_INVALID_TARGET",
+        "etc": "ERR_INVALID_TARGET", "no_cwd": "ERR_INVALID_INPUT",
+    }  # fmt: skip
+    assert [f["field"] for k in ("target", "mode", "outside", "no_cwd") for f in answers[k]["error"]["fields"]] == [
+        "target", "mode", "cwd", "cwd",
+    ]  # fmt: skip
+    assert not (home / ".codex").exists(), "target both: nothing is written when the project path is refused"
+    assert not (outside / "AGENTS.md").exists()
+
+
+async def test_the_tool_is_announced_as_writing_and_possibly_destructive(store_path: Path) -> None:
+    async with mcp_client(store_path) as client:
+        tool = next(t for t in (await client.list_tools()).tools if t.name == "memory_install_agents")
+    assert tool.annotations is not None
+    assert (tool.annotations.read_only_hint, tool.annotations.destructive_hint) == (False, True)
+    schema = tool.input_schema
+    assert schema["required"] == ["target", "mode"] and schema["additionalProperties"] is False
+    assert schema["properties"]["target"]["enum"] == ["global", "project", "both"]
+    assert schema["properties"]["mode"]["enum"] == ["safe", "append", "overwrite"]
+    assert schema["properties"]["allow_related_project_memory"] == {
+        "type": "boolean", "description": "unset: as the store config says",
+    }  # fmt: skip

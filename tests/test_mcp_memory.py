@@ -1,0 +1,449 @@
+"""The memory tools through the real MCP server and client, on real stores and real repositories."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters
+from memory_fixtures import NOW, answer_bytes, call, make_repo, mcp_client, session_in, shared_store
+
+from codexmem.errors import Warnings
+from codexmem.mcp.envelope import MAX_ANSWER_BYTES
+from codexmem.memory import notes
+from codexmem.models import ScopeRef
+from codexmem.store.init import init_store
+from codexmem.store.layout import SESSION
+from codexmem.store.store import Store
+
+REMOTE = "git@github.com:example/order-web.git"
+MEMORY_TOOLS = {
+    "memory_bootstrap_session", "memory_resolve_scope", "memory_start_session", "memory_save_note",
+    "memory_save_handoff", "memory_search", "memory_get_recent", "memory_get_note", "memory_set_status",
+    "memory_end_session",
+}  # fmt: skip
+READ_ONLY = {"memory_resolve_scope", "memory_search", "memory_get_recent", "memory_get_note"}
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def store_path(tmp_path: Path) -> Path:
+    return shared_store(tmp_path / "store")
+
+
+@pytest.fixture
+def web(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "work" / "order-web", remote=REMOTE)
+
+
+async def bootstrap(client: Client, cwd: Path, **args: Any) -> dict[str, Any]:
+    envelope = await call(client, "memory_bootstrap_session", cwd=str(cwd), **args)
+    assert envelope["ok"], envelope
+    data: dict[str, Any] = envelope["data"]
+    data["warning_codes"] = [w["code"] for w in envelope["warnings"]]
+    return data
+
+
+async def note(client: Client, boot: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    values: dict[str, Any] = {
+        "type": "decision",
+        "title": "Use generated enums",
+        "content": "Read them.",
+        "importance": 4,
+    }
+    values.update(fields)
+    return await call(
+        client, "memory_save_note", scope=boot["scope"], session_id=boot["session"]["session_id"], **values
+    )
+
+
+async def handoff(client: Client, boot: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    values: dict[str, Any] = {
+        "kind": "final", "task": "Fix order validation", "summary": "Enums still diverge.",
+        "next_steps": ["Confirm backend values"], "status": "open", "files_touched": ["src/order/validation.ts"],
+    }  # fmt: skip
+    values.update(fields)
+    return await call(
+        client, "memory_save_handoff", scope=boot["scope"], session_id=boot["session"]["session_id"], **values
+    )
+
+
+# ------------------------------------------------------------------ listing and start-up
+
+
+async def test_tools_publish_precise_flat_schemas_and_honest_annotations(store_path: Path) -> None:
+    async with mcp_client(store_path) as client:
+        listed = {t.name: t for t in (await client.list_tools()).tools if t.name.startswith("memory_")}
+    assert set(listed) == MEMORY_TOOLS
+    for name, tool in listed.items():
+        text = json.dumps(tool.input_schema)
+        assert "$ref" not in text and "anyOf" not in text, f"{name}: Codex shows $ref and anyOf as plain strings"
+        assert tool.input_schema["additionalProperties"] is False
+        assert tool.annotations is not None and tool.annotations.read_only_hint is (name in READ_ONLY)
+        assert tool.annotations.destructive_hint is (None if name in READ_ONLY else name == "memory_set_status")
+    search = listed["memory_search"].input_schema
+    assert search["required"] == ["query", "scope"]
+    assert search["properties"]["limit"]["maximum"] == 20 and search["properties"]["limit"]["default"] == 10
+    assert search["properties"]["intent"]["enum"] == [
+        "continuation", "decision", "bugfix", "discovery", "recent_activity", "general",
+    ]  # fmt: skip
+    assert search["properties"]["scope"]["required"] == ["system_id", "project_id", "workspace_id"]
+    save = listed["memory_save_note"].input_schema["properties"]
+    assert (save["importance"]["minimum"], save["importance"]["maximum"]) == (1, 5)
+    assert save["title"]["maxLength"] == 200 and save["content"]["maxLength"] == 6000
+    assert save["tags"]["maxItems"] == 20 and save["file_paths"]["maxItems"] == 50
+    assert listed["memory_bootstrap_session"].input_schema["required"] == ["cwd"]
+    assert listed["memory_end_session"].input_schema["properties"]["status"]["enum"] == ["ended", "paused"]
+
+
+async def test_without_a_store_every_tool_names_codexmem_init_then_an_empty_store_bootstraps(
+    tmp_path: Path, web: Path
+) -> None:
+    path = tmp_path / "not-yet"
+    async with mcp_client(path) as client:
+        missing = await call(client, "memory_bootstrap_session", cwd=str(web))
+        searched = await call(client, "memory_get_note", id="note_01J0000000000000000000000Z", kind="note")
+        for envelope in (missing, searched):
+            assert envelope["error"]["code"] == "ERR_STORAGE_UNAVAILABLE"
+            assert "codexmem init" in envelope["error"]["message"] and envelope["warnings"] == []
+        init_store(path, cwd=tmp_path, shared=True)
+        boot = await bootstrap(client, web, task="Fix order validation")
+    assert boot["latest_handoff"] is None and boot["session"]["status"] == "active"
+    assert boot["recent_notes"] == [] and boot["related_notes"] == [] and boot["other_open_handoffs"] == []
+    assert boot["warning_codes"] == ["WARN_NO_PRIOR_HANDOFF", "WARN_NO_PRIOR_NOTES"]
+    assert boot["startup_brief"] == {
+        "current_task": "Fix order validation", "last_known_state": None, "important_decisions": [],
+        "open_todos": [], "risks": [], "touched_files": [], "related_context": [],
+    }  # fmt: skip
+
+
+# ------------------------------------------------------------------ continuity
+
+
+async def test_the_next_session_in_a_workspace_gets_the_previous_handoff(store_path: Path, web: Path) -> None:
+    async with mcp_client(store_path) as client:
+        first = await bootstrap(client, web, task="Fix order validation")
+        await note(client, first, title="Keep enums aligned", content="Generated metadata is the source.")
+        await note(client, first, type="todo", title="Retest submit flow", importance=3)
+        saved = await handoff(client, first, risks=["Drafts may keep old values"])
+        second = await bootstrap(client, web)
+    assert second["session"]["session_id"] != first["session"]["session_id"]
+    assert second["latest_handoff"]["handoff_id"] == saved["data"]["handoff"]["handoff_id"]
+    assert second["warning_codes"] == []
+    assert [n["title"] for n in second["recent_notes"]] == ["Keep enums aligned", "Retest submit flow"]
+    brief = second["startup_brief"]
+    assert brief["current_task"] == "Fix order validation" and brief["last_known_state"] == "Enums still diverge."
+    assert brief["important_decisions"] == ["Generated metadata is the source."]
+    assert brief["open_todos"] == ["Confirm backend values", "Retest submit flow"]
+    assert brief["risks"] == ["Drafts may keep old values"] and brief["touched_files"] == ["src/order/validation.ts"]
+
+
+async def test_a_second_clone_falls_back_to_the_projects_open_handoff(
+    store_path: Path, web: Path, tmp_path: Path
+) -> None:
+    clone = make_repo(tmp_path / "elsewhere" / "order-web", remote="https://github.com/Example/order-web.git")
+    async with mcp_client(store_path) as client:
+        first = await bootstrap(client, web)
+        await note(client, first, title="Backend enum is canonical")
+        saved = await handoff(client, first)
+        other = await bootstrap(client, clone)
+    assert other["scope"]["project_id"] == first["scope"]["project_id"]
+    assert other["scope"]["workspace_id"] != first["scope"]["workspace_id"]
+    assert other["latest_handoff"]["handoff_id"] == saved["data"]["handoff"]["handoff_id"]
+    assert [n["title"] for n in other["recent_notes"]] == ["Backend enum is canonical"]
+
+
+async def test_an_abandoned_session_is_recovered_by_the_next_bootstrap(store_path: Path, web: Path) -> None:
+    async with mcp_client(store_path) as client:
+        crashed = await bootstrap(client, web, task="Migrate checkout")
+        await note(client, crashed, type="todo", title="Finish the checkout migration", importance=4)
+    async with mcp_client(store_path, now=NOW + timedelta(hours=3)) as client:
+        later = await bootstrap(client, web)
+        write = await note(client, crashed, title="Late write")
+    assert later["recovered_sessions"] == [crashed["session"]["session_id"]]
+    assert later["warning_codes"] == ["WARN_RECOVERY_HANDOFF_USED"]
+    rescue = later["latest_handoff"]
+    assert (rescue["kind"], rescue["source"], rescue["task"]) == ("recovery", "recovery_generated", "Migrate checkout")
+    assert rescue["next_steps"] == ["Finish the checkout migration"]
+    assert write["ok"], "a recovered session is closed, not ended: a late write is still kept"
+    session = Store(store_path).read_file(SESSION, crashed["session"]["session_id"])
+    assert session is not None and session["status"] == "recovered"
+
+
+# ------------------------------------------------------------------ writes refused
+
+
+async def test_writes_are_checked_against_their_session(store_path: Path, web: Path, tmp_path: Path) -> None:
+    api = make_repo(tmp_path / "work" / "order-api", remote="git@github.com:example/order-api.git")
+    async with mcp_client(store_path) as client:
+        boot = await bootstrap(client, web)
+        other = await bootstrap(client, api)
+        foreign = await call(
+            client, "memory_save_note", scope=boot["scope"], session_id=other["session"]["session_id"],
+            type="bugfix", title="t", content="c", importance=3,
+        )  # fmt: skip
+        no_steps = await handoff(client, boot, next_steps=[" "])
+        empty_steps = await handoff(client, boot, next_steps=[])
+        ended = await call(client, "memory_end_session", session_id=boot["session"]["session_id"])
+        after_end = await note(client, boot)
+    assert foreign["error"]["code"] == "ERR_INVALID_SCOPE"
+    assert no_steps["error"]["code"] == "ERR_INVALID_INPUT" and no_steps["error"]["fields"][0]["field"] == "next_steps"
+    assert empty_steps["error"]["fields"][0]["field"] == "next_steps"
+    assert ended["data"]["session"]["status"] == "ended"
+    assert after_end["error"]["code"] == "ERR_INVALID_STATE"
+
+
+async def test_status_moves_legal_illegal_and_stale(store_path: Path, web: Path) -> None:
+    async with mcp_client(store_path) as client:
+        boot = await bootstrap(client, web)
+        note_id = (await note(client, boot))["data"]["note"]["note_id"]
+        handoff_id = (await handoff(client, boot))["data"]["handoff"]["handoff_id"]
+
+        async def move(rid: str, kind: str, status: str, version: int) -> dict[str, Any]:
+            return await call(client, "memory_set_status", id=rid, kind=kind, status=status, expected_version=version)
+
+        resolved = await move(note_id, "note", "resolved", 1)
+        stale = await move(note_id, "note", "superseded", 1)
+        back = await move(note_id, "note", "active", 2)
+        superseded = await move(note_id, "note", "superseded", 2)
+        completed = await move(handoff_id, "handoff", "completed", 1)
+        reopened = await move(handoff_id, "handoff", "open", 2)
+        record = await call(client, "memory_get_note", id=note_id, kind="note")
+        after = await bootstrap(client, web)
+    assert resolved["data"]["record"]["status"] == "resolved" and resolved["data"]["record"]["version"] == 2
+    assert stale["error"]["code"] == "ERR_VERSION_CONFLICT" and stale["error"]["current_version"] == 2
+    assert back["error"]["code"] == "ERR_INVALID_STATE" and back["error"]["current_status"] == "resolved"
+    assert superseded["data"]["record"]["version"] == 3 and completed["data"]["previous_status"] == "open"
+    assert reopened["error"]["code"] == "ERR_INVALID_STATE"
+    assert record["data"]["record"]["status"] == "superseded" and record["data"]["record"]["version"] == 3
+    assert after["latest_handoff"] is None and after["recent_notes"] == [], "closed and superseded memory steps back"
+
+
+async def test_bad_arguments_are_answered_with_an_envelope_naming_each_field(store_path: Path, web: Path) -> None:
+    async with mcp_client(store_path) as client:
+        boot = await bootstrap(client, web)
+        base = {"scope": boot["scope"], "session_id": boot["session"]["session_id"], "type": "bugfix", "title": "t",
+                "content": "c"}  # fmt: skip
+        answers = {
+            "unknown": await call(client, "memory_save_note", **base, importance=3, colour="red"),
+            "string": await call(client, "memory_save_note", **base, importance="4"),
+            "range": await call(client, "memory_save_note", **base, importance=9),
+            "enum": await call(client, "memory_save_note", **{**base, "type": "idea"}, importance=3),
+            "missing": await call(client, "memory_search", scope=boot["scope"]),
+            "limit": await call(client, "memory_get_recent", scope=boot["scope"], limit=50),
+            "nested": await call(client, "memory_search", query="x", scope={"system_id": boot["scope"]["system_id"]}),
+            "path": await call(client, "memory_save_note", **base, importance=3, file_paths=["ok", "/etc/passwd"]),
+            "id": await call(client, "memory_get_note", id="note_../../etc", kind="note"),
+        }
+    fields = {k: [f["field"] for f in v["error"]["fields"]] for k, v in answers.items()}
+    assert all(v["ok"] is False and v["error"]["code"] == "ERR_INVALID_INPUT" for v in answers.values())
+    assert fields == {
+        "unknown": ["colour"], "string": ["importance"], "range": ["importance"], "enum": ["type"],
+        "missing": ["query"], "limit": ["limit"], "nested": ["scope.project_id", "scope.workspace_id"],
+        "path": ["file_paths[1]"], "id": ["id"],
+    }  # fmt: skip
+    assert answers["unknown"]["error"]["fields"][0]["message"] == "unknown argument"
+
+
+# ------------------------------------------------------------------ search
+
+
+async def test_search_finds_prefixes_keeps_same_titles_and_stays_in_its_project(
+    store_path: Path, web: Path, tmp_path: Path
+) -> None:
+    api = make_repo(tmp_path / "work" / "order-api", remote="git@github.com:example/order-api.git")
+    async with mcp_client(store_path) as client:
+        boot = await bootstrap(client, web)
+        elsewhere = await bootstrap(client, api)
+        first = await note(client, boot, title="Payment validation", content="Client side enum check.")
+        second = await note(client, boot, title="Payment validation", content="Server side alias rejection.")
+        await note(client, elsewhere, title="Payment validation", content="The other project's note.")
+        prefix = await call(client, "memory_search", query="pay", scope=boot["scope"])
+        none = await call(client, "memory_search", query="kubernetes", scope=boot["scope"], include_handoffs=True)
+        recent = await call(client, "memory_get_recent", scope=boot["scope"])
+    ids = [r["id"] for r in prefix["data"]["results"]]
+    assert sorted(ids) == sorted([first["data"]["note"]["note_id"], second["data"]["note"]["note_id"]])
+    assert prefix["warnings"] == [] and all(r["scope"] == boot["session"]["scope"] for r in prefix["data"]["results"])
+    assert none == {"ok": True, "data": {"results": [], "has_more": False, "truncated": False}, "warnings": []}
+    assert {n["scope"]["project_id"] for n in recent["data"]["notes"]} == {boot["scope"]["project_id"]}
+
+
+# ------------------------------------------------------------------ budget
+
+
+def _long_store(store_path: Path, web: Path, clone: Path) -> tuple[dict[str, Any], str, str]:
+    """100 notes of 5,900+ characters with long titles and tags, in two workspaces of one project."""
+    store = Store(store_path)
+    tags = [f"tag-{i:02d}-" + "k" * 24 for i in range(20)]
+    paths = [f"src/module_{i}/component_{i}.ts" for i in range(5)]
+    biggest = ""
+    for cwd in (web, clone):
+        scope, sid = session_in(store, cwd)
+        ref = ScopeRef(**{k: scope[k] for k in ("system_id", "project_id", "workspace_id")})
+        for i in range(50):
+            content = f"Payment note {i}. " + ("Long content about payment enum validation. " * 140)[:5_930]
+            title = f"Payment decision {i:02d} " + "t" * 180
+            saved = notes.save_note(
+                store, NOW + timedelta(seconds=i), Warnings(), scope=ref, session_id=sid, note_type="decision",
+                title=title, content=content, importance=3 + i % 3, tags=tags, file_paths=paths,
+            )  # fmt: skip
+            biggest = saved["note"]["note_id"]
+    return scope, sid, biggest
+
+
+async def test_the_largest_answer_of_every_tool_fits_the_budget(store_path: Path, web: Path, tmp_path: Path) -> None:
+    clone = make_repo(tmp_path / "clone" / "order-web", remote=REMOTE)
+    scope, sid, note_id = _long_store(store_path, web, clone)
+    steps = [f"Step {i}: " + "s" * 180 for i in range(20)]
+    long_handoff = {
+        "scope": scope, "session_id": sid, "kind": "checkpoint", "task": "Payment " + "t" * 480,
+        "summary": "Payment summary. " + "u" * 2_500, "next_steps": steps, "status": "open",
+        "risks": ["r" * 300] * 1, "files_touched": [f"src/f{i}.ts" for i in range(20)],
+    }  # fmt: skip
+    async with mcp_client(store_path) as client:
+        answers = {"save_handoff": await call(client, "memory_save_handoff", **long_handoff)}
+        for i in range(4):
+            await call(client, "memory_save_handoff", **{**long_handoff, "task": f"Task {i} " + "t" * 400})
+        answers["bootstrap"] = await call(
+            client, "memory_bootstrap_session", cwd=str(web), task="t" * 500, max_notes=20, max_handoffs=5,
+            include_related_projects=True, related_reason="r" * 300,
+        )  # fmt: skip
+        boot = answers["bootstrap"]["data"]
+        answers["resolve"] = await call(client, "memory_resolve_scope", cwd=str(web), project_name_hint="p" * 300)
+        answers["start"] = await call(
+            client, "memory_start_session", scope=scope, task="t" * 500, branch_name="b" * 300
+        )
+        answers["search"] = await call(
+            client, "memory_search", query="payment", scope=scope, limit=20, include_handoffs=True
+        )
+        answers["recent"] = await call(client, "memory_get_recent", scope=scope, limit=20)
+        answers["get_note"] = await call(client, "memory_get_note", id=note_id, kind="note")
+        answers["save_note"] = await call(
+            client, "memory_save_note", scope=scope, session_id=sid, type="discovery", title="n" * 200,
+            content="c" * 5_990, importance=5, tags=[f"t{i}" + "x" * 40 for i in range(20)],
+        )  # fmt: skip
+        answers["set_status"] = await call(
+            client, "memory_set_status", id=note_id, kind="note", status="resolved", expected_version=1
+        )
+        answers["end"] = await call(client, "memory_end_session", session_id=boot["session"]["session_id"])
+    for name, envelope in answers.items():
+        assert envelope["ok"], (name, envelope)
+        assert answer_bytes(envelope) <= MAX_ANSWER_BYTES, name
+    assert answers["get_note"]["data"]["record"]["content"].startswith("Payment note 49.")
+    assert len(answers["get_note"]["data"]["record"]["content"]) >= 5_900
+    for name, key in (("search", "results"), ("recent", "notes"), ("bootstrap", "recent_notes")):
+        data = answers[name]["data"]
+        assert data["truncated"] is True and data["has_more"] is True, name
+        assert 0 < len(data[key]) < 20, name
+    assert all(n["content_truncated"] for n in boot["recent_notes"])
+    assert boot["latest_handoff"]["next_steps_truncated"] is True
+
+
+# ------------------------------------------------------------------ the seed's example flow
+
+
+async def test_the_seed_example_flow_has_the_seed_shapes(store_path: Path, web: Path) -> None:
+    async with mcp_client(store_path) as client:
+        boot_env = await call(
+            client, "memory_bootstrap_session", cwd=str(web), task="Continue fixing order submission validation",
+            branch_name="fix/order-validation", repo_remote=REMOTE, include_related_projects=True,
+            related_reason="Frontend validation depends on backend API contract", max_notes=5, max_handoffs=2,
+        )  # fmt: skip
+        resolved = await call(
+            client, "memory_resolve_scope", cwd=str(web), branch_name="fix/order-validation", repo_remote=REMOTE,
+            project_name_hint="order-web", system_name_hint="order-platform",
+        )  # fmt: skip
+        scope = resolved["data"]["scope"]
+        started = await call(
+            client, "memory_start_session", scope=scope, task="Continue fixing order submission validation",
+            branch_name="fix/order-validation",
+        )  # fmt: skip
+        session = started["data"]["session"]
+        short = {k: scope[k] for k in ("system_id", "project_id", "workspace_id")}
+        saved = await call(
+            client, "memory_save_note", scope=short, session_id=session["session_id"], type="bugfix",
+            title="Order validation now uses generated backend enum list",
+            content="Client-side validation now reads generated enum metadata instead of a stale manual list.",
+            importance=4, tags=["validation", "frontend", "api"], file_paths=["src/order/validation.ts"],
+        )  # fmt: skip
+        note_id = saved["data"]["note"]["note_id"]
+        handed = await call(
+            client, "memory_save_handoff", scope=short, session_id=session["session_id"], kind="final",
+            task="Fix order validation mismatch", summary="Frontend validation was updated to use generated enums.",
+            completed=["Removed stale hard-coded payment enum list"], next_steps=["Run regression test"],
+            open_questions=["Do older cached clients still submit legacy aliases?"],
+            risks=["Draft restore flow may still inject old values."], files_touched=["src/order/validation.ts"],
+            related_note_ids=[note_id], status="open",
+        )  # fmt: skip
+        found = await call(
+            client, "memory_search", query="payment enum validation", scope=short, types=["decision", "bugfix"],
+            min_importance=3, limit=5, include_handoffs=True, include_related_projects=False, intent="bugfix",
+        )  # fmt: skip
+        recent = await call(
+            client, "memory_get_recent", scope=short, limit=3, include_handoffs=True, include_notes=True,
+            include_related_projects=False,
+        )  # fmt: skip
+        got = await call(client, "memory_get_note", id=note_id, kind="note")
+    boot = boot_env["data"]
+    assert {"scope", "session", "latest_handoff", "recent_notes", "related_notes", "startup_brief"} <= set(boot)
+    assert boot_env["warnings"][-1]["code"] == "WARN_RELATED_PROJECTS_SKIPPED"
+    assert set(boot["startup_brief"]) == {
+        "current_task", "last_known_state", "important_decisions", "open_todos", "risks", "touched_files",
+        "related_context",
+    }  # fmt: skip
+    assert resolved["data"]["resolved_by"] == scope["resolved_by"] == "repo_remote"
+    assert scope["project_name"] == "order-web" and scope["branch_name"] == "fix/order-validation"
+    seed_session = {"session_id", "scope", "status", "task", "branch_name", "started_at", "version"}
+    assert seed_session <= set(session) and session["scope"] == short
+    seed_note = {"note_id", "scope", "session_id", "type", "title", "content", "importance", "status", "source",
+                 "created_at", "version", "tags", "file_paths", "updated_at"}  # fmt: skip
+    assert seed_note <= set(saved["data"]["note"]) and saved["data"]["deduplicated"] is False
+    assert saved["data"]["stored_at"] == saved["data"]["note"]["created_at"]
+    assert saved["data"]["note"]["source"] == "codex_explicit" and saved["data"]["note"]["status"] == "active"
+    seed_handoff = {
+        "handoff_id",
+        "scope",
+        "session_id",
+        "kind",
+        "task",
+        "summary",
+        "next_steps",
+        "status",
+        "created_at",
+    }
+    assert seed_handoff <= set(handed["data"]["handoff"]) and handed["data"]["eligible_for_bootstrap"] is True
+    assert handed["data"]["handoff"]["related_note_ids"] == [note_id] and handed["warnings"] == []
+    results = found["data"]["results"]
+    assert [r["kind"] for r in results] == ["note", "handoff"] and results[0]["id"] == note_id
+    seed_result = {"kind", "id", "scope", "state", "title", "summary", "importance", "created_at", "version"}
+    assert all(seed_result <= set(r) for r in results)
+    assert set(recent["data"]) >= {"handoffs", "notes"} and recent["data"]["notes"][0]["note_id"] == note_id
+    assert seed_handoff <= set(recent["data"]["handoffs"][0])
+    assert got["data"]["record"] == saved["data"]["note"]
+
+
+# ------------------------------------------------------------------ over stdio
+
+
+async def test_the_server_over_stdio(store_path: Path, web: Path) -> None:
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "codexmem", "serve", "--store", str(store_path)], env=dict(os.environ)
+    )
+    async with Client(params, mode="legacy") as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        boot = await call(client, "memory_bootstrap_session", cwd=str(web))
+        bad = await call(client, "memory_get_note", id="x", kind="note")
+    assert names >= MEMORY_TOOLS
+    assert boot["ok"] and boot["data"]["scope"]["resolved_by"] == "repo_remote"
+    assert bad["error"]["code"] == "ERR_INVALID_INPUT"

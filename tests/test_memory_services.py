@@ -1,0 +1,303 @@
+"""The memory services on real stores and real repositories: normalization, writes, moves, retrieval."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from memory_fixtures import NOW, make_repo, session_in, shared_store
+from store_fixtures import shard_events
+
+from codexmem.errors import CodexmemError, Warnings
+from codexmem.memory import handoffs, lifecycle, notes, retrieval
+from codexmem.memory.text import normalize_paths, normalize_strings, normalize_tags
+from codexmem.models import ScopeRef
+from codexmem.store.layout import HANDOFF, NOTE, SESSION
+from codexmem.store.store import Store
+
+REMOTE = "git@github.com:example/order-web.git"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    return Store(shared_store(tmp_path / "store"))
+
+
+@pytest.fixture
+def web(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "order-web", remote=REMOTE)
+
+
+def ref(scope: dict[str, Any]) -> ScopeRef:
+    return ScopeRef(system_id=scope["system_id"], project_id=scope["project_id"], workspace_id=scope["workspace_id"])
+
+
+def save(store: Store, scope: dict[str, Any], session_id: str, *, now: datetime = NOW, **fields: Any) -> dict[str, Any]:
+    values: dict[str, Any] = {
+        "note_type": "decision", "title": "Use generated enums", "content": "Validation reads generated enums.",
+        "importance": 4,
+    }  # fmt: skip
+    values.update(fields)
+    return notes.save_note(store, now, Warnings(), scope=ref(scope), session_id=session_id, **values)
+
+
+def handoff(
+    store: Store, scope: dict[str, Any], session_id: str, warnings: Warnings | None = None, **fields: Any
+) -> dict[str, Any]:
+    values: dict[str, Any] = {
+        "kind": "final", "task": "Fix order validation", "summary": "Enum handling diverges.",
+        "next_steps": ["Confirm backend values"], "status": "open", "risks": ["Drafts may hold old values"],
+    }  # fmt: skip
+    values.update(fields)
+    now = values.pop("now", NOW)
+    return handoffs.save_handoff(store, now, warnings or Warnings(), scope=ref(scope), session_id=session_id, **values)
+
+
+def error_of(call: Any) -> CodexmemError:
+    with pytest.raises(CodexmemError) as err:
+        call()
+    return err.value
+
+
+# ------------------------------------------------------------------ normalization
+
+
+def test_tags_become_unique_slugs_and_unknown_stays() -> None:
+    raw = ["API", "api", "Frontend Stuff", "foo_bar", "Foo Bar", "unknown", "!!!", "", "Ünïcode Name", "x" * 80]
+    assert normalize_tags(raw) == ["api", "frontend-stuff", "foo-bar", "unknown", "unicode-name", "x" * 64]
+
+
+def test_paths_are_repository_relative_and_escapes_are_named() -> None:
+    paths = ["./src\\order\\v.ts", "src//order/v.ts", "src/", " ", "./", "src/../a.go", "a/./b/"]
+    assert normalize_paths(paths, "file_paths") == ["src/order/v.ts", "src", "a.go", "a/b"]
+    err = error_of(lambda: normalize_paths(["ok.ts", "/etc/passwd", "../up", "C:\\win", "a/../../b"], "file_paths"))
+    assert err.code == "ERR_INVALID_INPUT"
+    assert [f["field"] for f in err.fields or []] == [
+        "file_paths[1]",
+        "file_paths[2]",
+        "file_paths[3]",
+        "file_paths[4]",
+    ]
+
+
+def test_string_lists_are_trimmed_and_deduplicated() -> None:
+    assert normalize_strings([" a ", "a", "", "  ", "b"]) == ["a", "b"]
+
+
+# ------------------------------------------------------------------ notes
+
+
+def test_the_same_note_saved_twice_in_a_session_is_stored_once(store: Store, web: Path) -> None:
+    scope, sid = session_in(store, web)
+    first = save(store, scope, sid, tags=["API", "api"], file_paths=["./src\\a.ts"])
+    warnings = Warnings()
+    again = notes.save_note(
+        store, NOW + timedelta(minutes=5), warnings, scope=ref(scope), session_id=sid, note_type="decision",
+        title=" Use generated enums ", content="Validation reads generated enums.\n", importance=2,
+    )  # fmt: skip
+    assert first["deduplicated"] is False and again["deduplicated"] is True
+    assert again["note"]["note_id"] == first["note"]["note_id"] and again["stored_at"] == first["stored_at"]
+    assert warnings.codes() == ["WARN_DEDUPE_APPLIED"]
+    assert first["note"]["tags"] == ["api"] and first["note"]["file_paths"] == ["src/a.ts"]
+    _, other_session = session_in(store, web)
+    assert save(store, scope, other_session)["deduplicated"] is False
+    assert len(store.index.select(NOTE)) == 2
+
+
+def test_a_write_needs_an_existing_open_session_of_its_scope(store: Store, web: Path, tmp_path: Path) -> None:
+    scope, sid = session_in(store, web)
+    other_scope, other_sid = session_in(store, make_repo(tmp_path / "api", remote="git@github.com:example/api.git"))
+    missing = error_of(lambda: save(store, scope, "sess_01J0000000000000000000000Z"))
+    foreign = error_of(lambda: save(store, scope, other_sid))
+    assert (missing.code, foreign.code) == ("ERR_SESSION_NOT_FOUND", "ERR_INVALID_SCOPE")
+    lifecycle.end_session(store, NOW, Warnings(), session_id=sid)
+    ended = error_of(lambda: save(store, scope, sid))
+    assert ended.code == "ERR_INVALID_STATE"
+    assert store.index.count(NOTE) == 0
+    assert other_scope["project_id"] != scope["project_id"]
+
+
+def test_blank_and_oversized_notes_are_refused(store: Store, web: Path) -> None:
+    scope, sid = session_in(store, web)
+    blank = error_of(lambda: save(store, scope, sid, title="   "))
+    assert blank.fields == [{"field": "title", "message": "must not be blank"}]
+    # 6,000 characters of three-byte text cannot come back whole in one 9,000-byte answer.
+    wide = error_of(lambda: save(store, scope, sid, content="検" * 6000))
+    assert wide.code == "ERR_INVALID_INPUT" and (wide.fields or [])[0]["field"] == "content"
+    assert store.index.count(NOTE) == 0
+
+
+# ------------------------------------------------------------------ handoffs
+
+
+def test_handoff_rules_next_steps_dedupe_sparse_and_references(store: Store, web: Path) -> None:
+    scope, sid = session_in(store, web)
+    empty = error_of(lambda: handoff(store, scope, sid, next_steps=["  ", ""]))
+    assert empty.fields == [{"field": "next_steps", "message": "must hold at least one non-blank step"}]
+    note_id = save(store, scope, sid)["note"]["note_id"]
+    first = handoff(store, scope, sid, related_note_ids=[note_id, "note_01J0000000000000000000000Z", "../../etc"])
+    assert first["handoff"]["related_note_ids"] == [note_id] and first["eligible_for_bootstrap"] is True
+    warnings = Warnings()
+    second = handoff(store, scope, sid, warnings, risks=[], files_touched=[], now=NOW + timedelta(minutes=1))
+    assert warnings.codes() == ["WARN_DEDUPE_APPLIED", "WARN_HANDOFF_SPARSE"]
+    assert second["handoff"]["handoff_id"] != first["handoff"]["handoff_id"]
+    assert [h["status"] for h in store.index.select(HANDOFF)] == ["open", "open"], "nothing overwritten"
+    done = handoff(store, scope, sid, task="Another task", status="completed")
+    assert done["eligible_for_bootstrap"] is False
+
+
+def test_unknown_related_notes_are_dropped_with_a_warning(store: Store, web: Path) -> None:
+    scope, sid = session_in(store, web)
+    warnings = Warnings()
+    handoff(store, scope, sid, warnings, related_note_ids=["nope"])
+    assert warnings.codes() == ["WARN_RELATED_REFERENCE_IGNORED"]
+
+
+# ------------------------------------------------------------------ lifecycle
+
+
+def test_status_moves_are_versioned_and_checked(store: Store, web: Path) -> None:
+    scope, sid = session_in(store, web)
+    note_id = save(store, scope, sid)["note"]["note_id"]
+    newer = save(store, scope, sid, title="Use the schema registry")["note"]["note_id"]
+
+    def move(status: str, version: int, kind: str = "note", rid: str = note_id, **kw: Any) -> dict[str, Any]:
+        return lifecycle.set_status(
+            store, NOW, Warnings(), record_id=rid, kind=kind, status=status, expected_version=version, **kw
+        )
+
+    resolved = move("resolved", 1)
+    assert resolved["record"]["status"] == "resolved" and resolved["record"]["version"] == 2
+    assert resolved["previous_status"] == "active"
+    stale = error_of(lambda: move("superseded", 1))
+    assert stale.code == "ERR_VERSION_CONFLICT" and stale.extra["current_version"] == 2
+    assert error_of(lambda: move("active", 2)).code == "ERR_INVALID_STATE"
+    assert error_of(lambda: move("completed", 2)).code == "ERR_INVALID_STATE"
+    assert error_of(lambda: move("superseded", 2, superseded_by=note_id)).code == "ERR_INVALID_INPUT"
+    superseded = move("superseded", 2, superseded_by=newer)
+    assert superseded["record"]["superseded_by"] == newer
+    events = [e for e in shard_events(store.root) if e["id"] == note_id]
+    assert [(e["type"], e["version"], e["changed"]) for e in events] == [
+        ("created", 1, []), ("status_changed", 2, ["status"]), ("status_changed", 3, ["status", "superseded_by"]),
+    ]  # fmt: skip
+    handoff_id = handoff(store, scope, sid)["handoff"]["handoff_id"]
+    assert move("abandoned", 1, "handoff", handoff_id)["record"]["status"] == "abandoned"
+    assert error_of(lambda: move("completed", 2, "handoff", handoff_id)).code == "ERR_INVALID_STATE"
+    assert error_of(lambda: move("resolved", 1, "note", "note_x")).code == "ERR_INVALID_INPUT"
+    assert error_of(lambda: move("resolved", 1, "note", "note_01J0000000000000000000000Z")).code == (
+        "ERR_RECORD_NOT_FOUND"
+    )
+
+
+def test_sessions_end_or_pause_once(store: Store, web: Path) -> None:
+    _, sid = session_in(store, web)
+    paused = lifecycle.end_session(store, NOW, Warnings(), session_id=sid, status="paused")
+    assert paused["session"]["status"] == "paused" and "ended_at" not in paused["session"]
+    ended = lifecycle.end_session(store, NOW, Warnings(), session_id=sid)
+    assert ended["session"]["status"] == "ended" and ended["session"]["ended_at"] == "2026-03-13T10:30:00.000Z"
+    assert error_of(lambda: lifecycle.end_session(store, NOW, Warnings(), session_id=sid)).code == "ERR_INVALID_STATE"
+
+
+def test_idle_recovery_closes_only_abandoned_sessions_of_this_workspace(
+    store: Store, web: Path, tmp_path: Path
+) -> None:
+    earlier = NOW - timedelta(hours=3)
+    scope, crashed = session_in(store, web, now=earlier, task="Fix order validation")
+    save(store, scope, crashed, now=earlier, note_type="todo", title="Retest submit flow", file_paths=["src/submit.ts"])
+    save(store, scope, crashed, now=earlier, note_type="bugfix", title="Enum aliases rejected")
+    _, silent = session_in(store, web, now=earlier)
+    _, handed_over = session_in(store, web, now=earlier)
+    handoff(store, scope, handed_over, now=earlier)
+    _, parallel = session_in(store, web, now=earlier)
+    save(store, scope, parallel, now=NOW - timedelta(minutes=10), title="Still working")
+    clone_scope, elsewhere = session_in(store, make_repo(tmp_path / "clone" / "order-web", remote=REMOTE), now=earlier)
+
+    recovered = lifecycle.recover_idle_sessions(store, NOW, Warnings(), workspace_id=scope["workspace_id"], actor="t")
+    assert sorted(recovered) == sorted([crashed, silent, handed_over])
+    status = {s["session_id"]: s["status"] for s in store.index.select(SESSION)}
+    assert status[parallel] == "active" and status[elsewhere] == "active", "a live window is never touched"
+    generated = store.index.select(HANDOFF, where={"session_id": crashed})
+    assert len(generated) == 1 and store.index.count(HANDOFF, where={"session_id": silent}) == 0
+    rescue = generated[0]
+    assert (rescue["kind"], rescue["source"], rescue["status"]) == ("recovery", "recovery_generated", "open")
+    assert rescue["task"] == "Fix order validation" and rescue["next_steps"] == ["Retest submit flow"]
+    assert rescue["completed"] == ["Enum aliases rejected"] and rescue["files_touched"] == ["src/submit.ts"]
+    assert clone_scope["workspace_id"] != scope["workspace_id"]
+    assert lifecycle.recover_idle_sessions(store, NOW, Warnings(), workspace_id=scope["workspace_id"], actor="t") == []
+
+
+# ------------------------------------------------------------------ retrieval
+
+
+def test_search_ranks_workspace_first_and_filters(store: Store, web: Path, tmp_path: Path) -> None:
+    scope, sid = session_in(store, web)
+    clone_scope, clone_sid = session_in(store, make_repo(tmp_path / "clone" / "order-web", remote=REMOTE))
+    save(store, clone_scope, clone_sid, title="Payment enum in clone", importance=5)
+    mine = save(store, scope, sid, title="Payment enum here", importance=3)["note"]["note_id"]
+    save(store, scope, sid, note_type="todo", title="Payment retry todo", importance=1)
+    handoff(store, scope, sid, task="Payment validation handoff")
+
+    def find(**kw: Any) -> list[dict[str, Any]]:
+        out = retrieval.search(store, NOW, Warnings(), scope=ref(scope), **kw)
+        return list(out["results"])
+
+    results = find(query="payment")
+    assert results[0]["id"] == mine and [r["kind"] for r in results] == ["note"] * 3
+    assert [r["title"] for r in find(query="payment", min_importance=2)] == [
+        "Payment enum here",
+        "Payment enum in clone",
+    ]
+    assert [r["title"] for r in find(query="pay", types=["todo"])] == ["Payment retry todo"]
+    with_handoffs = find(query="payment", include_handoffs=True, intent="continuation")
+    assert with_handoffs[0]["kind"] == "handoff" and with_handoffs[0]["title"] == "Payment validation handoff"
+    assert [r["kind"] for r in find(query="payment", include_handoffs=True, states=["completed"])] == ["note"] * 3
+    assert find(query="zebra quokka") == []
+    assert [r["title"] for r in find(query="zebra retry")] == ["Payment retry todo"], "any word when all words fail"
+    assert find(query="-- ::") == []
+    assert error_of(lambda: find(query="  ")).code == "ERR_INVALID_INPUT"
+
+
+def test_related_projects_come_only_from_declared_relations(tmp_path: Path) -> None:
+    root = shared_store(tmp_path / "store")
+    bare = Store(root)
+    web = make_repo(tmp_path / "order-web", remote=REMOTE)
+    scope, _ = session_in(bare, web)
+    warnings = Warnings()
+    assert retrieval.related_notes(bare, ref(scope), warnings, limit=5) == []
+    assert warnings.codes() == ["WARN_RELATED_PROJECTS_SKIPPED"]
+
+    api = make_repo(tmp_path / "order-api", remote="git@github.com:example/order-api.git")
+    api_scope, api_sid = session_in(bare, api)
+    save(bare, api_scope, api_sid, title="Backend rejects legacy aliases")
+    config = (root / "codexmem.yaml").read_text()
+    (root / "codexmem.yaml").write_text(
+        config + f"projects:\n  - id: {scope['project_id']}\n    name: order-web\n    remotes: [{REMOTE}]\n"
+        f"    relations:\n      - {{project: {api_scope['project_id']}, relation_type: calls_api_of}}\n"
+    )  # fmt: skip
+    store = Store(root)
+    scope, _ = session_in(store, web)
+    warnings = Warnings()
+    found = retrieval.related_notes(store, ref(scope), warnings, limit=5)
+    assert [(c.record["title"], c.relation_type) for c in found] == [("Backend rejects legacy aliases", "calls_api_of")]
+    assert warnings.codes() == []
+    hits = retrieval.search(store, NOW, Warnings(), scope=ref(scope), query="legacy", include_related_projects=True)
+    assert [(r["title"], r["relation_type"]) for r in hits["results"]] == [
+        ("Backend rejects legacy aliases", "calls_api_of")
+    ]
+    assert retrieval.search(store, NOW, Warnings(), scope=ref(scope), query="legacy")["results"] == []
+
+
+def test_get_record_refuses_malformed_ids_and_reports_missing_ones(store: Store, web: Path) -> None:
+    scope, sid = session_in(store, web)
+    note_id = save(store, scope, sid, content="x " * 2000)["note"]["note_id"]
+    whole = retrieval.get_record(store, Warnings(), record_id=note_id, kind="note")
+    assert whole["record"]["content"] == ("x " * 2000).strip() and "content_truncated" not in whole["record"]
+    assert error_of(lambda: retrieval.get_record(store, Warnings(), record_id=note_id, kind="handoff")).code == (
+        "ERR_INVALID_INPUT"
+    )
+    missing = "handoff_01J0000000000000000000000Z"
+    assert error_of(lambda: retrieval.get_record(store, Warnings(), record_id=missing, kind="handoff")).code == (
+        "ERR_RECORD_NOT_FOUND"
+    )

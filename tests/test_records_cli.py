@@ -1,0 +1,126 @@
+"""``codexmem channels`` and ``codexmem items``: what people type, on real stores."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from records_fixtures import ALL_TYPES, BUGS_SCHEMA, bugs_store, events_of, new_store, run_cli
+
+from codexmem.cli.main import main
+from codexmem.records import service
+from codexmem.store.store import Store, cli_actor
+from codexmem.store.yamlio import dump_yaml
+from codexmem.timeutil import utcnow
+
+
+def _schema_file(tmp_path: Path, schema: dict[str, object], name: str = "schema.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(dump_yaml(schema), "utf-8")
+    return path
+
+
+def test_channels_add_creates_the_channel_from_a_schema_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = new_store(tmp_path / "s")
+    schema = {k: v for k, v in BUGS_SCHEMA.items() if k != "record_channel_id"}
+    assert (
+        main(["channels", "add", "bugs", "--schema", str(_schema_file(tmp_path, schema)), "--store", str(store)]) == 0
+    )
+    assert capsys.readouterr().out == "added channel bugs (11 fields)\n"
+    assert main(["channels", "list", "--store", str(store)]) == 0
+    assert capsys.readouterr().out == "bugs\t0 items\tBugs\n"
+    assert [(e["kind"], e["actor"]) for e in events_of(store)] == [("channel", cli_actor())]
+
+
+def test_channels_add_refuses_formula_errors_and_writes_nothing(tmp_path: Path) -> None:
+    store = new_store(tmp_path / "s")
+    broken = dict(ALL_TYPES)
+    broken["fields"] = [
+        *ALL_TYPES["fields"][:-1],
+        {
+            "key": "double",
+            "label": "Double",
+            "type": "formula",
+            "config": {"expression": "numbr * 2", "result_type": "number"},
+        },
+    ]
+    done = run_cli(
+        "channels", "add", "everything", "--schema", str(_schema_file(tmp_path, broken)), "--store", str(store)
+    )
+    assert done.returncode == 2
+    assert "fields.double.config.expression: unknown field 'numbr'" in done.stderr
+    assert not (store / "channels").exists() and events_of(store) == []
+
+
+def test_items_add_prints_only_the_new_id(tmp_path: Path) -> None:
+    store, _ = bugs_store(tmp_path / "s", 0)
+    done = run_cli(
+        "items",
+        "add",
+        "bugs",
+        "--json",
+        '{"ticket": "BUG-1", "title": "Crash", "status": "new"}',
+        "--store",
+        str(store),
+    )
+    assert done.returncode == 0, done.stderr
+    item_id = done.stdout.strip()
+    assert done.stdout == item_id + "\n" and item_id.startswith("item_")
+    assert (store / "channels/bugs/items" / f"{item_id}.yaml").exists()
+
+
+def test_items_edit_checks_values_and_the_expected_version(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store, ids = bugs_store(tmp_path / "s", 1)
+    args = ["items", "edit", "bugs", ids[0], "--store", str(store)]
+    assert main([*args, "--json", '{"status": "In progress", "points": 20}']) == 2
+    err = capsys.readouterr().err
+    assert "status: values.status must be one of the option values" in err and "points: values.points" in err
+    assert main([*args, "--json", '{"points": 3}', "--expected-version", "4"]) == 2
+    assert "is at version 1, not 4" in capsys.readouterr().err
+    assert main([*args, "--json", '{"points": 3}', "--expected-version", "1"]) == 0
+    assert capsys.readouterr().out == f"{ids[0]} is now at version 2\n"
+    assert main([*args, "--json", "[1]"]) == 2
+    assert "--json must be a JSON object" in capsys.readouterr().err
+    assert [e["version"] for e in events_of(store) if e["id"] == ids[0]] == [1, 2]
+
+
+def test_items_rm_and_list(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store, ids = bugs_store(tmp_path / "s", 3)
+    assert main(["items", "rm", "bugs", ids[1], "--store", str(store)]) == 0
+    assert capsys.readouterr().out == f"removed {ids[1]}\n"
+    assert main(["items", "rm", "bugs", ids[1], "--store", str(store)]) == 2
+    assert "no item" in capsys.readouterr().err
+    assert main(["items", "list", "bugs", "--store", str(store)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["id", "version", "ticket", "title", "description", "status"]
+    assert [line.split()[0] for line in lines[1:3]] == [ids[2], ids[0]] and lines[-1] == "(2 items)"
+    assert lines[1].split()[1:3] == ["1", "BUG-0003"]
+    assert all(len(line) < 200 for line in lines)
+
+
+def test_items_list_walks_every_page(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store, ids = bugs_store(tmp_path / "s", service.MAX_PAGE + 5)
+    assert main(["items", "list", "bugs", "--store", str(store)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in out[1:-1]] == ids[::-1]
+    assert main(["items", "list", "bugs", "--limit", "2", "--store", str(store)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "(2 items)"
+
+
+def test_cli_changes_pass_check(tmp_path: Path) -> None:
+    store, ids = bugs_store(tmp_path / "s", 2)
+    service.edit_item(
+        Store(store),
+        "bugs",
+        ids[0],
+        {"owner": "aiko"},
+        expected_version=None,
+        idempotency_key=None,
+        actor=cli_actor(),
+        now=utcnow(),
+    )
+    done = run_cli("check", "--store", str(store))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 items" in done.stdout and "0 errors" in done.stdout

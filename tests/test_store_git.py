@@ -1,0 +1,206 @@
+"""The store inside a real git repository: branches that both wrote memory merge without conflict.
+
+One clone writes one event shard, so two branches of the same clone append to the same shard
+file: the ``merge=union`` attribute that ``codexmem init`` writes keeps both sides' lines. Record
+files are one per record, so different records never conflict. The index, derived and
+git-ignored, follows merges and checkouts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from store_fixtures import (
+    ACTOR,
+    commit_all,
+    git,
+    index_event_ids,
+    index_snapshot,
+    make_repo,
+    shard_events,
+    write_note,
+)
+
+from codexmem.cli.main import main
+from codexmem.models import ScopeRef, Session
+from codexmem.store.check import check_store
+from codexmem.store.ids import new_id
+from codexmem.store.layout import NOTE, SESSION
+from codexmem.store.store import Store
+from codexmem.timeutil import now_ts
+
+
+def _init_repo_store(repo: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Store, ScopeRef]:
+    monkeypatch.chdir(repo)
+    monkeypatch.delenv("CODEXMEM_STORE", raising=False)
+    assert main(["init"]) == 0
+    store = Store(repo / ".codexmem")
+    config = store.config
+    assert config.system is not None and config.projects
+    scope = ScopeRef(system_id=config.system.id, project_id=config.projects[0].id, workspace_id="ws_repo_main")
+    commit_all(repo, "codexmem init")
+    return store, scope
+
+
+def _session(store: Store, scope: ScopeRef, branch: str) -> str:
+    at = now_ts()
+    model = Session(session_id=new_id("sess"), version=1, scope=scope, status="active", branch_name=branch,
+                    started_at=at, updated_at=at)  # fmt: skip
+    with store.transaction(ACTOR) as txn:
+        txn.put(SESSION, model, event_type="created", changed=[])
+    return model.session_id
+
+
+def _notes_on_disk(store: Store) -> set[str]:
+    return {p.stem for p in (store.root / "notes").glob("note_*.md")}
+
+
+def _assert_index_matches_files(store: Store) -> None:
+    index = store.fresh_index()
+    assert {n["note_id"] for n in index.select(NOTE)} == _notes_on_disk(store)
+    for note_id in _notes_on_disk(store):
+        assert index.get(NOTE, note_id) == store.read_file(NOTE, note_id)
+    # Every logged event of the checked-out tree is known to the index.
+    assert {e["event_id"] for e in shard_events(store.root)} <= index_event_ids(store)
+
+
+def test_two_branches_writing_memory_merge_cleanly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = make_repo(tmp_path / "order-web", remote="git@github.com:example/order-web.git")
+    store, scope = _init_repo_store(repo, monkeypatch)
+    session = _session(store, scope, "main")
+    base_note = write_note(store, session, title="on main", scope=scope)
+    commit_all(repo, "memory on main")
+
+    # An index opened before the branches diverge, kept open throughout (as a server would).
+    watcher = Store(store.root)
+    watcher.fresh_index()
+
+    git(repo, "checkout", "-q", "-b", "feature-a")
+    a_notes = [write_note(store, session, title=f"branch a {i}", scope=scope) for i in range(3)]
+    with store.transaction(ACTOR) as txn:  # an update on one branch only
+        current = txn.get(NOTE, base_note)
+        assert current is not None
+        txn.put(NOTE, {**current, "version": 2, "status": "resolved", "updated_at": now_ts()},
+                event_type="status_changed", changed=["status"])  # fmt: skip
+    commit_all(repo, "memory on a")
+
+    git(repo, "checkout", "-q", "main")
+    git(repo, "checkout", "-q", "-b", "feature-b")
+    b_session = _session(store, scope, "feature-b")
+    b_notes = [write_note(store, b_session, title=f"branch b {i}", scope=scope) for i in range(3)]
+    commit_all(repo, "memory on b")
+    _assert_index_matches_files(store)
+
+    git(repo, "checkout", "-q", "feature-a")
+    merge = git(repo, "merge", "--no-edit", "feature-b", check=False)
+    assert merge.returncode == 0, merge.stdout + merge.stderr
+    assert "CONFLICT" not in merge.stdout
+    assert git(repo, "status", "--porcelain").stdout == ""
+
+    result = check_store(store.root)
+    assert result.findings == [], [str(f) for f in result.findings]
+    assert _notes_on_disk(store) == {base_note, *a_notes, *b_notes}
+    # The shard holds both branches' lines once each (union merge).
+    ids = [e["event_id"] for e in shard_events(store.root)]
+    assert len(ids) == len(set(ids)) == 1 + 1 + 3 + 1 + 1 + 3
+
+    index = watcher.fresh_index()
+    for note_id in b_notes + a_notes:
+        assert index.get(NOTE, note_id) is not None
+    assert index.get(NOTE, base_note)["status"] == "resolved"  # type: ignore[index]
+    assert index.get(SESSION, b_session) is not None
+    _assert_index_matches_files(watcher)
+    snapshot = index_snapshot(watcher)
+    watcher.index.rebuild()
+    assert index_snapshot(watcher) == snapshot
+
+    # Checking out back and forth keeps the index right each time.
+    for branch, expected in [
+        ("feature-b", {base_note, *b_notes}),
+        ("feature-a", {base_note, *a_notes, *b_notes}),
+        ("main", {base_note}),
+        ("feature-a", {base_note, *a_notes, *b_notes}),
+    ]:
+        git(repo, "checkout", "-q", branch)
+        assert _notes_on_disk(store) == expected
+        _assert_index_matches_files(watcher)
+        assert {n["note_id"] for n in watcher.fresh_index().select(NOTE)} == expected
+        base = watcher.fresh_index().get(NOTE, base_note)
+        assert base is not None and base["status"] == ("active" if branch in ("main", "feature-b") else "resolved")
+
+
+def test_two_clones_write_separate_shards(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    origin = make_repo(tmp_path / "origin")
+    store, scope = _init_repo_store(origin, monkeypatch)
+    session = _session(store, scope, "main")
+    commit_all(origin, "session")
+    git(tmp_path, "clone", "-q", str(origin), "clone")
+    clone = tmp_path / "clone"
+    git(clone, "config", "user.name", "Clone User")
+    git(clone, "config", "user.email", "clone@example.com")
+    git(clone, "checkout", "-q", "-b", "from-clone")
+
+    write_note(store, session, title="from origin", scope=scope)
+    commit_all(origin, "origin note")
+    clone_store = Store(clone / ".codexmem")
+    write_note(clone_store, session, title="from clone", scope=scope)
+    commit_all(clone, "clone note")
+    assert clone_store.writer_id != store.writer_id
+
+    git(origin, "fetch", "-q", str(clone), "from-clone:from-clone")
+    merge = git(origin, "merge", "--no-edit", "from-clone", check=False)
+    assert merge.returncode == 0, merge.stdout + merge.stderr
+    shards = sorted(p.parent.name for p in (store.root / "events").glob("*/*.jsonl"))
+    assert shards == sorted([store.writer_id, clone_store.writer_id])
+    assert check_store(store.root).findings == []
+    titles = {n["title"] for n in store.fresh_index().select(NOTE)}
+    assert titles == {"from origin", "from clone"}
+
+
+def test_the_store_files_git_ignores_and_attributes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = make_repo(tmp_path / "repo")
+    store, scope = _init_repo_store(repo, monkeypatch)
+    session = _session(store, scope, "main")
+    write_note(store, session, title="x", scope=scope)
+    store.fresh_index()
+    assert (store.root / ".cache" / "index.sqlite").exists()
+    status = git(repo, "status", "--porcelain", "--untracked-files=all").stdout
+    assert ".cache" not in status and ".lock" not in status
+    assert ".codexmem/notes/" in status and ".codexmem/events/" in status
+    attr = git(repo, "check-attr", "merge", "--", f".codexmem/events/{store.writer_id}/2026-03.jsonl").stdout
+    assert attr.strip().endswith("merge: union")
+
+
+def test_checking_out_a_teammates_branches_reads_their_events(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two branches of one shard with different lines after a common start: the index reads both.
+
+    Alice writes on two branches from main (the same shard file, different lines after main's);
+    Bob checks out one, then the other, which is longer: he must get its real events, not
+    synthesized stand-ins, even though its shard is longer than what his index read before.
+    """
+    alice_repo = make_repo(tmp_path / "alice")
+    alice, scope = _init_repo_store(alice_repo, monkeypatch)
+    session = _session(alice, scope, "main")
+    commit_all(alice_repo, "session")
+    git(tmp_path, "clone", "-q", str(alice_repo), "bob")
+    bob_repo = tmp_path / "bob"
+    bob = Store(bob_repo / ".codexmem")
+    bob.fresh_index()
+
+    git(alice_repo, "checkout", "-q", "-b", "short")
+    write_note(alice, session, title="short branch", scope=scope)
+    commit_all(alice_repo, "short")
+    git(alice_repo, "checkout", "-q", "main")
+    git(alice_repo, "checkout", "-q", "-b", "long")
+    long_notes = [write_note(alice, session, title=f"long branch {i}", scope=scope) for i in range(3)]
+    commit_all(alice_repo, "long")
+
+    git(bob_repo, "fetch", "-q", "origin")
+    git(bob_repo, "checkout", "-q", "-b", "short", "origin/short")
+    _assert_index_matches_files(bob)
+    git(bob_repo, "checkout", "-q", "-b", "long", "origin/long")
+    _assert_index_matches_files(bob)
+    for note_id in long_notes:
+        history = bob.fresh_index().events_of(note_id)
+        assert [(e["type"], e["synthesized"]) for e in history] == [("created", False)], history

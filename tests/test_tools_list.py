@@ -1,0 +1,74 @@
+"""A golden snapshot of the whole ``tools/list`` answer.
+
+Any change to a tool's name, description, input schema or annotations shows up in review as a
+change to ``tests/golden/tools_list.json``, like an API change. To accept an intended change:
+
+    CODEXMEM_UPDATE_GOLDEN=1 .venv/bin/pytest tests/test_tools_list.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from codexmem.mcp.server import build_server
+from codexmem.mcp.state import ServerState
+
+GOLDEN = Path(__file__).parent / "golden" / "tools_list.json"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+async def listing(tmp_path: Path) -> list[dict[str, object]]:
+    async with Client(build_server(ServerState(tmp_path / "no-store")), mode="legacy") as client:
+        result = await client.list_tools()
+    return [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in result.tools]
+
+
+@pytest.mark.anyio
+async def test_tools_list_matches_golden(tmp_path: Path) -> None:
+    tools = await listing(tmp_path)
+    text = json.dumps(tools, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    if os.environ.get("CODEXMEM_UPDATE_GOLDEN"):
+        GOLDEN.write_text(text, encoding="utf-8")
+    assert text == GOLDEN.read_text(encoding="utf-8")
+
+
+@pytest.mark.anyio
+async def test_tool_names_are_short_and_safe(tmp_path: Path) -> None:
+    tools = await listing(tmp_path)
+    names = [str(t["name"]) for t in tools]
+    assert len(names) == len(set(names))
+    for name in names:
+        assert re.fullmatch(r"[a-z_]+", name)
+        assert len(f"mcp__codexmem__{name}") <= 64
+
+
+@pytest.mark.anyio
+async def test_read_tools_are_marked_read_only(tmp_path: Path) -> None:
+    tools = {str(t["name"]): t for t in await listing(tmp_path)}
+    read_only = {
+        "memory_resolve_scope", "memory_search", "memory_get_recent", "memory_get_note",
+        "list_record_channels", "list_record_items", "read_record_item", "poll_resource_events",
+    }  # fmt: skip
+    for name, tool in tools.items():
+        hints = tool.get("annotations", {})
+        assert isinstance(hints, dict)
+        assert bool(hints.get("readOnlyHint")) == (name in read_only), name
+
+
+@pytest.mark.anyio
+async def test_every_schema_forbids_unknown_arguments(tmp_path: Path) -> None:
+    for tool in await listing(tmp_path):
+        schema = tool["inputSchema"]
+        assert isinstance(schema, dict)
+        assert schema.get("type") == "object"
+        assert schema.get("additionalProperties") is False, tool["name"]
