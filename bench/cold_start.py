@@ -39,7 +39,7 @@ def measure(runs: int, store: Path) -> dict[str, list[float]]:
         "bare server": [sys.executable, str(HERE / "bare_server.py")],
     }
     times: dict[str, list[float]] = {name: [] for name in commands}
-    for name, command in commands.items():  # warm the page cache once, unmeasured
+    for command in commands.values():  # warm the page cache once, unmeasured
         asyncio.run(spawn_to_list(command))
     for _ in range(runs):
         for name, command in commands.items():
@@ -60,7 +60,7 @@ def main() -> int:
 
             init_store(store, cwd=Path(tmp), system_name="bench")
         times = measure(args.runs, store)
-    print(f"| server | median (ms) | p90 (ms) | runs |\n|---|---|---|---|")
+    print("| server | median (ms) | p90 (ms) | runs |\n|---|---|---|---|")
     for name, values in times.items():
         p90 = statistics.quantiles(values, n=10)[-1]
         print(f"| {name} | {statistics.median(values) * 1000:.0f} | {p90 * 1000:.0f} | {len(values)} |")

@@ -189,7 +189,7 @@ def change_one_note(store: Store) -> str:
     """
     index = store.fresh_index()
     note = index.select(NOTE, order=[("id", False)], limit=1)[0]
-    latest = max(e["at"] for e in index.events_after(max(index.last_seq() - 500, 0), limit=500))
+    latest = max(e["at"] for e in index.events_after(0, limit=1_000_000))
     at = format_ts(datetime.fromisoformat(latest.replace("Z", "+00:00")) + timedelta(minutes=1))
     with store.transaction("cli:bench", at=at) as txn:
         current = txn.get(NOTE, note["note_id"])

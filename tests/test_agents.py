@@ -81,7 +81,15 @@ def test_rendering_is_stable_instruction_text(store: Store) -> None:
     with store.transaction("cli:test") as txn:
         txn.put(
             SESSION,
-            Session(session_id=new_id("sess"), version=1, scope=scope, status="active", task="x", started_at=at, updated_at=at),
+            Session(
+                session_id=new_id("sess"),
+                version=1,
+                scope=scope,
+                status="active",
+                task="x",
+                started_at=at,
+                updated_at=at,
+            ),
             event_type="created",
             changed=[],
         )

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from codexmem.memory import gitinfo
@@ -212,6 +212,9 @@ def test_forms_of_one_repository_share_a_key(
     pad: str,
 ) -> None:
     assert callable(case)
+    # "host:123/x" without a user is read as host and port (the shape of our own kept-port keys),
+    # so the user-less scp form is only a repository path when its first segment is not a number.
+    assume(not (form == "{host}:{path}" and path.split("/", 1)[0].isdigit()))
     expected = f"{host}/{path}"
     url = form.format(host=host, path=path, user=user, port=port, secret="pw!" + user)
     url = case(url + suffix + ("/" if slash else ""))

@@ -75,15 +75,19 @@ async def test_append_three_times_leaves_one_block_and_the_rest_byte_for_byte(
     sub = web / "src" / "order"
     sub.mkdir(parents=True)
     async with mcp_client(store_path) as client:
-        answers = [await install(client, target="project", mode="append", cwd=str(sub)) for _ in range(3)]
+        answers = [await install(client, target="both", mode="append", cwd=str(sub)) for _ in range(3)]
         renamed = await install(client, target="project", mode="append", cwd=str(web), project_name="order-web-2")
     text = (web / "AGENTS.md").read_text()
+    global_text = (home / ".codex" / "AGENTS.md").read_text()
     assert not (sub / "AGENTS.md").exists(), "the project file goes at the git root"
     assert text.startswith(HAND_WRITTEN) and text.count(BEGIN_MARKER) == text.count(END_MARKER) == 1
+    assert global_text.startswith(BEGIN_MARKER) and global_text.count(END_MARKER) == 1
     assert "Project name: order-web-2" in text and "Project name: order-web\n" not in text
-    assert answers[0]["data"]["written_files"][0]["mode"] == "append"
+    assert [(f["target"], f["mode"]) for f in answers[0]["data"]["written_files"]] == [
+        ("global", "append"), ("project", "append"),
+    ]  # fmt: skip
     assert [a["data"]["written_files"] for a in answers[1:]] == [[], []]
-    assert [f["reason"] for a in answers[1:] for f in a["data"]["skipped_files"]] == ["already up to date"] * 2
+    assert [f["reason"] for a in answers[1:] for f in a["data"]["skipped_files"]] == ["already up to date"] * 4
     assert renamed["data"]["written_files"][0]["path"] == str(web / "AGENTS.md")
 
 

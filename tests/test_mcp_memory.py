@@ -25,8 +25,10 @@ REMOTE = "git@github.com:example/order-web.git"
 MEMORY_TOOLS = {
     "memory_bootstrap_session", "memory_resolve_scope", "memory_start_session", "memory_save_note",
     "memory_save_handoff", "memory_search", "memory_get_recent", "memory_get_note", "memory_set_status",
-    "memory_end_session",
+    "memory_end_session", "memory_save_import", "memory_save_imported_note", "memory_install_agents",
 }  # fmt: skip
+# Tools that may overwrite something: a status move rewrites a record, install_agents may overwrite a file.
+DESTRUCTIVE = {"memory_set_status", "memory_install_agents"}
 READ_ONLY = {"memory_resolve_scope", "memory_search", "memory_get_recent", "memory_get_note"}
 
 pytestmark = pytest.mark.anyio
@@ -91,7 +93,7 @@ async def test_tools_publish_precise_flat_schemas_and_honest_annotations(store_p
         assert "$ref" not in text and "anyOf" not in text, f"{name}: Codex shows $ref and anyOf as plain strings"
         assert tool.input_schema["additionalProperties"] is False
         assert tool.annotations is not None and tool.annotations.read_only_hint is (name in READ_ONLY)
-        assert tool.annotations.destructive_hint is (None if name in READ_ONLY else name == "memory_set_status")
+        assert tool.annotations.destructive_hint is (None if name in READ_ONLY else name in DESTRUCTIVE)
     search = listed["memory_search"].input_schema
     assert search["required"] == ["query", "scope"]
     assert search["properties"]["limit"]["maximum"] == 20 and search["properties"]["limit"]["default"] == 10

@@ -280,7 +280,7 @@ async def test_lookalikes_are_stored_verbatim_in_every_field_that_fits(store_pat
         for i, text in enumerate(texts):
             title = text if len(text) <= 200 else f"look-alike {i}"
             path_ok = len(text) <= 300 and relative_path(text)
-            calls = {
+            calls: dict[str, dict[str, Any]] = {
                 "memory_save_note": {
                     **NOTE, "title": title, "content": text, "tags": [text] if len(text) <= 300 else [],
                     "file_paths": [text] if path_ok else [],
@@ -296,7 +296,7 @@ async def test_lookalikes_are_stored_verbatim_in_every_field_that_fits(store_pat
             }  # fmt: skip
             for tool, args in calls.items():
                 answer = await call(client, tool, **where, **args)
-                tried += sum(1 for v in args.values() if v in (text, [text]))
+                tried += sum(v in (text, [text]) for v in args.values())
                 if answer["ok"]:
                     stored += 1
                     record = answer["data"]["note" if tool != "memory_save_handoff" else "handoff"]

@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 import yaml
 from mcp import Client
-from memory_fixtures import call, make_repo, mcp_client
+from memory_fixtures import answer_bytes, call, make_repo, mcp_client
 from store_fixtures import PYTHON
 
 from codexmem.errors import Warnings
+from codexmem.mcp.envelope import MAX_ANSWER_BYTES
 from codexmem.memory import related
 from codexmem.store.store import Store
 
@@ -84,7 +85,9 @@ def codes(envelope: dict[str, Any]) -> list[str]:
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    """The store's files, but its own derived cache (which its own server may checkpoint at any time)."""
+    files = (p for p in sorted(root.rglob("*")) if p.is_file() and ".cache" not in p.relative_to(root).parts)
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in files}
 
 
 async def boot(client: Client, web: Path, **args: Any) -> dict[str, Any]:
@@ -100,7 +103,8 @@ async def test_a_sibling_stores_memory_appears_only_when_asked_labelled_and_rank
     web_store, api_store = web / ".codexmem", api / ".codexmem"
     await write_notes(api_store, api, API_NOTES)
     await write_notes(web_store, web, [WEB_NOTE])
-    declare_relations(web_store, [{"project": project_id(api_store), "relation_type": "calls_api_of", "store": SIBLING}])
+    relation = {"project": project_id(api_store), "relation_type": "calls_api_of", "store": SIBLING}
+    declare_relations(web_store, [relation])
     before = snapshot(api_store)
     async with mcp_client(web_store) as client:
         plain = await boot(client, web, task="Fix payment validation")
@@ -120,7 +124,8 @@ async def test_a_sibling_stores_memory_appears_only_when_asked_labelled_and_rank
         project_id(api_store), "order-api", "calls_api_of",
     )  # fmt: skip
     assert note["scope"]["project_id"] == project_id(api_store)
-    assert asked["data"]["startup_brief"]["related_context"] == ["order-api: Backend now rejects legacy payment aliases"]
+    brief = asked["data"]["startup_brief"]
+    assert brief["related_context"] == ["order-api: Backend now rejects legacy payment aliases"]
     results = found["data"]["results"]
     assert [(r["title"], r.get("project_name")) for r in results] == [
         ("Payment aliases validated on the client", None),
@@ -173,6 +178,9 @@ async def test_nothing_declared_skips_and_a_quiet_relation_is_empty(checkouts: t
         all_skipped = await boot(client, web, include_related_projects=True)
     assert codes(undeclared) == ["WARN_RELATED_PROJECTS_SKIPPED"]
     assert codes(empty) == ["WARN_RELATED_PROJECTS_EMPTY"] and empty["data"]["related_notes"] == []
+    assert sorted(p.name for p in api_store.iterdir()) == [".gitattributes", ".gitignore", "codexmem.yaml"], (
+        "read-only: no index, lock or writer id left in the sibling"
+    )
     assert codes(searched) == ["WARN_RELATED_PROJECTS_EMPTY"]
     assert codes(all_skipped) == ["WARN_RELATED_PROJECTS_SKIPPED"], "nothing was readable: skipped, not empty"
 
@@ -187,3 +195,27 @@ def test_sibling_stores_are_opened_read_only_once_per_process(checkouts: tuple[P
     assert first is not None and first is again and first.read_only
     assert related.open_related_store(store, "./.codexmem", warnings) is store, "a relation to itself is this store"
     assert warnings.codes() == []
+
+
+async def test_related_answers_fit_the_budget(checkouts: tuple[Path, Path]) -> None:
+    web, api = checkouts
+    web_store, api_store = web / ".codexmem", api / ".codexmem"
+    big = [
+        {"type": "decision", "title": f"Payment contract {i:02d} " + "t" * 170, "importance": 5,
+         "content": f"Payment rule {i}. " + "Canonical enum values only. " * 210}
+        for i in range(20)
+    ]  # fmt: skip
+    await write_notes(api_store, api, big)
+    relation = {"project": project_id(api_store), "relation_type": "calls_api_of", "store": SIBLING}
+    declare_relations(web_store, [relation])
+    async with mcp_client(web_store) as client:
+        booted = await boot(client, web, task="t" * 500, max_notes=20, include_related_projects=True)
+        scope = booted["data"]["scope"]
+        found = await call(
+            client, "memory_search", query="payment", scope=scope, limit=20, include_related_projects=True
+        )
+        recent = await call(client, "memory_get_recent", scope=scope, limit=20, include_related_projects=True)
+    for envelope, key in ((booted, "related_notes"), (found, "results"), (recent, "related_notes")):
+        assert envelope["ok"] and answer_bytes(envelope) <= MAX_ANSWER_BYTES
+        assert 0 < len(envelope["data"][key]) < 20 and envelope["data"]["truncated"] is True
+    assert len(booted["data"]["startup_brief"]["related_context"]) > 0

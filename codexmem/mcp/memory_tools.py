@@ -38,7 +38,6 @@ from codexmem.models import (
 
 if TYPE_CHECKING:
     from codexmem.mcp.state import ServerState
-    from codexmem.render.agents import AgentsContext
 
 MAX_CWD = 1024
 MAX_ID = 100
@@ -184,13 +183,13 @@ def _no_default(schema: dict[str, Any]) -> None:
 
 class InstallAgentsInput(ToolInput):
     target: Annotated[
-        str, _enum_text(("global", "project", "both"), "global: ~/.codex/AGENTS.md; project: the repository's")
+        str, _enum_text(("global", "project", "both"), "global: ~/.codex/AGENTS.md; project: AGENTS.md at the git root")
     ]
     mode: Annotated[
         str,
         _enum_text(
             ("safe", "append", "overwrite"),
-            "safe: never touch an existing file; append: add or replace codexmem's marked block; overwrite",
+            "safe: never touch an existing file; append: add or replace codexmem's marked block; overwrite: replace it",
         ),
     ]
     cwd: Annotated[str, Field(max_length=MAX_CWD, description="a directory inside the repository (project, both)")] = ""
@@ -362,46 +361,14 @@ def _end_session(state: ServerState, args: EndSessionInput, warnings: Warnings) 
 
 
 def _install_agents(state: ServerState, args: InstallAgentsInput, warnings: Warnings) -> dict[str, Any]:
-    """Every file is planned (and every path checked) before the first is written."""
-    from codexmem.errors import CodexmemError, invalid_input
-    from codexmem.render import agents
+    from codexmem.render.agents import install_agents
 
-    for name, value, allowed in (("target", args.target, agents.TARGETS), ("mode", args.mode, agents.MODES)):
-        if value not in allowed:
-            message = f"must be {', '.join(allowed[:-1])} or {allowed[-1]}"
-            raise CodexmemError("ERR_INVALID_TARGET", f"{name} {message}", fields=[{"field": name, "message": message}])
-    plans = []
-    if args.target in ("global", "both"):
-        plans.append(agents.Plan("global", agents.global_agents_path(), agents.render_global()))
-    if args.target in ("project", "both"):
-        if not args.cwd.strip():
-            raise invalid_input("cwd", "is required for a project AGENTS.md: a directory inside the repository")
-        path = agents.project_agents_path(args.cwd)
-        context = agents.apply_overrides(
-            _agents_context(state, args.cwd), project_name=args.project_name, system_name=args.system_name,
-            related_repositories=args.related_repositories or None, preferred_tags=args.preferred_tags or None,
-            allow_related_project_memory=args.allow_related_project_memory,
-        )  # fmt: skip
-        plans.append(agents.Plan("project", path, agents.render_project(context)))
-    return agents.install(plans, args.mode, warnings)
-
-
-def _agents_context(state: ServerState, cwd: str) -> AgentsContext:
-    """The context of the project ``cwd`` resolves to: declared in the store config, or derived with placeholders."""
-    from codexmem.memory.scope import resolve_scope
-    from codexmem.render.agents import AgentsContext, project_context
-
-    store = state.store()
-    scope = resolve_scope(store, Warnings(), cwd=cwd)  # resolution notes do not concern AGENTS.md
-    if store.config.project(scope.project_id) is not None:
-        return project_context(store, scope.project_id)
-    declared_system = store.config.system is not None
-    return AgentsContext(
-        project_name=scope.project_name,
-        system_name=scope.system_name if declared_system else "<system-name>",
-        project_id=scope.project_id,
-        system_id=scope.system_id if declared_system else None,
-    )
+    return install_agents(
+        state.store, warnings, target=args.target, mode=args.mode, cwd=args.cwd,
+        project_name=args.project_name, system_name=args.system_name,
+        related_repositories=args.related_repositories or None, preferred_tags=args.preferred_tags or None,
+        allow_related_project_memory=args.allow_related_project_memory,
+    )  # fmt: skip
 
 
 TOOLS: list[ToolSpec] = [

@@ -8,6 +8,7 @@ ERR_INVALID_INPUT with ``error.fields`` naming each bad field, while the publish
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -52,14 +53,34 @@ def parse_arguments(spec: ToolSpec, arguments: dict[str, Any] | None) -> ToolInp
         fields = []
         for err in exc.errors(include_url=False, include_input=False):
             loc = ".".join(str(p) for p in err["loc"]) or "(arguments)"
-            fields.append({"field": loc, "message": _message(err)})
+            # A field name is whatever key the caller sent: cut, so the answer stays within its budget.
+            fields.append({"field": loc if len(loc) <= MAX_FIELD_CHARS else loc[:MAX_FIELD_CHARS] + "…",
+                           "message": _message(err)})  # fmt: skip
         first = fields[0]
+        kept = _within(fields[:20], MAX_FIELDS_BYTES)
         more = f" (and {len(fields) - 1} more)" if len(fields) > 1 else ""
-        raise CodexmemError(
-            "ERR_INVALID_INPUT", f"{first['field']}: {first['message']}{more}", fields=fields[:20]
-        ) from None
+        raise CodexmemError("ERR_INVALID_INPUT", f"{first['field']}: {first['message']}{more}", fields=kept) from None
     except (RecursionError, ValueError) as exc:
-        raise CodexmemError("ERR_INVALID_INPUT", f"arguments could not be read: {exc}"[:300]) from None
+        message = f"could not be read: {exc}"[:300]
+        raise CodexmemError(
+            "ERR_INVALID_INPUT", f"arguments {message}", fields=[{"field": "(arguments)", "message": message}]
+        ) from None
+
+
+MAX_FIELD_CHARS = 100
+MAX_FIELDS_BYTES = 6000
+
+
+def _within(fields: list[dict[str, str]], budget: int) -> list[dict[str, str]]:
+    """The leading entries whose compact JSON stays within ``budget`` bytes (at least one)."""
+    kept: list[dict[str, str]] = []
+    used = 0
+    for entry in fields:
+        used += len(json.dumps(entry, ensure_ascii=False).encode("utf-8", "replace"))
+        if kept and used > budget:
+            break
+        kept.append(entry)
+    return kept
 
 
 def _message(err: Any) -> str:

@@ -7,6 +7,7 @@ tool modules import their services inside the handlers, and the store opens on f
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 import traceback
@@ -73,7 +74,15 @@ def call(state: ServerState, spec: ToolSpec | None, name: str, arguments: dict[s
         envelope = fail(
             CodexmemError(code, f"internal error ({exc.__class__.__name__}); nothing was changed"), warnings
         )
-    if len(compact(envelope).encode("utf-8")) > MAX_ANSWER_BYTES:
+    try:
+        size = len(compact(envelope).encode("utf-8"))
+    except UnicodeEncodeError:  # an unpaired surrogate echoed from the arguments: not JSON-RPC text
+        log.error("tool %s answer is not valid Unicode", name)
+        message = "an argument holds an unpaired UTF-16 surrogate (\\ud800-\\udfff): send valid Unicode text"
+        error = CodexmemError("ERR_INVALID_INPUT", message, fields=[{"field": "(arguments)", "message": message}])
+        envelope = fail(error)
+        size = 0
+    if size > MAX_ANSWER_BYTES:
         log.error("tool %s answer over budget", name)
         envelope = fail(CodexmemError("ERR_READ_FAILED", "the answer exceeded the output budget; use a smaller limit"))
     return envelope
@@ -104,6 +113,10 @@ def build_server(state: ServerState) -> Server[Any]:
         return listing
 
     async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        problem = (params.meta or {}).get(UNREADABLE)
+        if isinstance(problem, str):  # set by _AnswerEveryCall: the arguments could not be read
+            error = CodexmemError("ERR_INVALID_INPUT", problem, fields=[{"field": "(arguments)", "message": problem}])
+            return to_result(fail(error))
         arguments = params.arguments if isinstance(params.arguments, dict) else None
         return to_result(call(state, specs().get(params.name), params.name, arguments))
 
@@ -126,6 +139,135 @@ def serve_stdio(store_path: Path) -> None:
 
     async def main() -> None:
         async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+            await server.run(_AnswerEveryCall(read), write, server.create_initialization_options())
 
     anyio.run(main)
+
+
+# ------------------------------------------------------------------ every tools/call gets an envelope
+
+UNREADABLE = "codexmem/unreadable"
+"""``_meta`` key of a tools/call whose arguments could not be read: the problem, for the envelope."""
+MAX_ARGUMENT_DEPTH = 200
+"""Nesting the SDK's own JSON parser accepts; a deeper request is answered without reading further."""
+
+
+class _AnswerEveryCall:
+    """The stdio read stream, so that every tools/call is answered with an envelope.
+
+    The SDK drops a line its JSON parser refuses (a lone surrogate escape like ``\\ud800``, nesting
+    deeper than about 200 levels) without any answer, so the caller waits until it times out, and
+    answers a tools/call whose ``arguments`` or ``name`` has the wrong type with a JSON-RPC error.
+    Here such a line is read again with the standard library: a tools/call with an id goes on with
+    what can be read (a lone surrogate reaches the argument check, which names the field) or with
+    the problem in ``_meta`` (answered ERR_INVALID_INPUT). Anything else passes through unchanged.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        from mcp.shared.message import SessionMessage
+
+        item = await self._inner.receive()
+        if isinstance(item, Exception):
+            request = _reread(item)
+            return item if request is None else SessionMessage(request)
+        if isinstance(item, SessionMessage) and isinstance(item.message, types.JSONRPCRequest):
+            fixed = _tool_call_params(item.message.method, item.message.params)
+            if fixed is not None:
+                return SessionMessage(item.message.model_copy(update={"params": fixed}), metadata=item.metadata)
+        return item
+
+    def __aiter__(self) -> _AnswerEveryCall:
+        return self
+
+    async def __anext__(self) -> Any:
+        import anyio
+
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def close(self) -> None:
+        self._inner.close()
+
+    async def __aenter__(self) -> _AnswerEveryCall:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def _reread(exc: Exception) -> types.JSONRPCRequest | None:
+    """A tools/call request from a line the SDK refused, or None (then nothing can be answered)."""
+    errors = getattr(exc, "errors", None)
+    try:
+        line = errors()[0].get("input") if callable(errors) else None
+    except Exception:
+        return None
+    if not isinstance(line, str):
+        return None
+    try:
+        data = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict) or data.get("method") != "tools/call" or "id" not in data:
+        return None
+    raw = data.get("params")
+    params: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    if _depth_over(params, MAX_ARGUMENT_DEPTH):
+        params = _unreadable(params, f"the arguments are nested more than {MAX_ARGUMENT_DEPTH} levels deep")
+    data = {**data, "params": _tool_call_params("tools/call", params) or params}
+    for attempt in (data, {**data, "params": _unreadable(params, "the request could not be read as JSON-RPC")}):
+        try:
+            message = types.jsonrpc_message_adapter.validate_python(attempt, by_name=False)
+        except Exception as exc:  # the next attempt keeps less of the request
+            log.debug("tools/call not readable as sent: %s", str(exc)[:200])
+            continue
+        return message if isinstance(message, types.JSONRPCRequest) else None
+    return None
+
+
+def _tool_call_params(method: str, params: Any) -> dict[str, Any] | None:
+    """Params of a tools/call whose name or arguments have the wrong type, made answerable; else None."""
+    if method != "tools/call" or not isinstance(params, dict):
+        return None
+    name, arguments = params.get("name"), params.get("arguments")
+    if isinstance(name, str) and (arguments is None or isinstance(arguments, dict)):
+        return None
+    if not isinstance(name, str):
+        return {**_unreadable(params, "name must be the name of a tool (a string)"), "name": ""}
+    return _unreadable(params, f"(arguments) must be a JSON object, got {_json_type(arguments)}")
+
+
+def _unreadable(params: dict[str, Any], problem: str) -> dict[str, Any]:
+    name = params.get("name")
+    return {"name": name if isinstance(name, str) else "", "arguments": {}, "_meta": {UNREADABLE: problem}}
+
+
+def _json_type(value: Any) -> str:
+    return {str: "a string", list: "an array", bool: "a boolean", int: "a number", float: "a number"}.get(
+        type(value), "null" if value is None else "another type"
+    )
+
+
+def _depth_over(value: Any, limit: int) -> bool:
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return False

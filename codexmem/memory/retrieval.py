@@ -352,6 +352,7 @@ def get_record(store: Store, warnings: Warnings, *, record_id: str, kind: Litera
     check_record_id(record_id, str(target.prefix), "id")
     record = store.fresh_index().get(target, record_id)
     if record is None:
+        store.raise_if_unreadable(target, record_id)
         raise CodexmemError("ERR_RECORD_NOT_FOUND", f"{kind} {record_id} does not exist")
     view = note_view if kind == "note" else handoff_view
     data = {"record": view(record)}

@@ -41,6 +41,11 @@ DATE_FORMAT: Final = "YYYY-MM-DD"
 PREVIEW_CHARS: Final = 120
 ELLIPSIS: Final = "…"
 
+UNCUT_VALUES_MAX_BYTES: Final = 6_000
+"""Values that an answer cannot shorten (json, relations, options, numbers) share this many bytes
+per item, so every item that is stored can also be answered whole under the 9,000-byte budget;
+long text is cut in previews and, if ever needed, in a full answer."""
+
 GIVEN_MAX_CHARS: Final = 200
 """A rejected value is echoed back as ``given`` only if its compact JSON is this short."""
 
@@ -135,10 +140,14 @@ class _Failures:
         self.entries.append(entry)
 
     def value(self, f: FieldDef, value: Any, message: str, **extra: Any) -> None:
-        """A rejected value: echo it back as ``given`` when it is small plain JSON."""
+        """A rejected value: echo it back as ``given`` when it is small plain JSON (and holds no credential)."""
+        from codexmem.secrets import find_secrets, redact
+
         given: Any = None
         if _is_plain_json(value) and len(_compact_json(value)) <= GIVEN_MAX_CHARS:
             given = value
+        if find_secrets(message) or (given is not None and find_secrets(_compact_json(given))):
+            given, message = None, redact(message)[0]  # a refusal never repeats a credential
         entry_extra: dict[str, Any] = {"given": given}
         entry_extra.update(extra)
         self.add(f.key, message, **entry_extra)
@@ -538,10 +547,27 @@ def validate_values(
             if f.is_required and f.type != "formula" and f.key not in values:
                 out.add(f.key, f"values.{f.key} is required")
 
+    if not out.entries:
+        _check_uncut_total(merged, out)
     if out.entries:
         summary = "; ".join(e["message"] for e in out.entries)
         raise CodexmemError("ERR_VALIDATION_FAILED", summary, fields=out.entries)
     return merged
+
+
+def _check_uncut_total(values: Mapping[str, Any], out: _Failures) -> None:
+    """Refuse an item whose non-text values together exceed :data:`UNCUT_VALUES_MAX_BYTES`."""
+    sizes = {k: len(_compact_json(v).encode("utf-8")) for k, v in values.items() if not isinstance(v, str)}
+    total = sum(sizes.values())
+    if total <= UNCUT_VALUES_MAX_BYTES:
+        return
+    for key in sorted(sizes, key=lambda k: -sizes[k])[:3]:
+        out.add(
+            key,
+            f"values.{key} takes {sizes[key]} bytes; an item's json, relation and other non-text values may take "
+            f"{UNCUT_VALUES_MAX_BYTES} bytes together (these take {total}): store less here, or link to it",
+            max=UNCUT_VALUES_MAX_BYTES,
+        )
 
 
 def preview_values(schema: ChannelSchema, values: Mapping[str, Any]) -> dict[str, Any]:

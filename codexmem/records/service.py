@@ -37,6 +37,7 @@ MAX_PAGE = 50
 DEFAULT_POLL = 100
 MAX_POLL = 500
 MAX_IDEMPOTENCY_KEY = 200
+MAX_SINCE = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,7 @@ class PollResult:
 def get_schema(store: Store, channel_id: str) -> ChannelSchema:
     data = store.index.get(CHANNEL, channel_id)
     if data is None:
+        store.raise_if_unreadable(CHANNEL, channel_id)
         raise CodexmemError(
             "ERR_CHANNEL_NOT_FOUND",
             f"no record channel {channel_id[:80]!r}; list_record_channels names the channels",
@@ -141,6 +143,7 @@ def read_item(store: Store, channel_id: str, item_id: str, *, now: datetime) -> 
     check_record_id(item_id, "item", "item_id")
     data = store.index.get(ITEM, item_id, channel_id)
     if data is None:
+        store.raise_if_unreadable(ITEM, item_id, channel_id)
         raise _item_not_found(channel_id, item_id)
     return public_item(schema, data, now)
 
@@ -155,8 +158,9 @@ def poll_events(store: Store, *, since: int, channel_id: str | None, limit: int)
     """
     if not 1 <= limit <= MAX_POLL:
         raise CodexmemError("ERR_INVALID_INPUT", f"limit must be 1..{MAX_POLL}, got {limit}")
-    if since < 0:
-        raise CodexmemError("ERR_INVALID_INPUT", f"since must be 0 or a next_since from an earlier poll, got {since}")
+    if not 0 <= since <= MAX_SINCE:  # never printed whole: an int of 4,300+ digits cannot be
+        message = "must be 0 or a next_since from an earlier poll"
+        raise CodexmemError("ERR_INVALID_INPUT", f"since {message}", fields=[{"field": "since", "message": message}])
     index = store.index
     if channel_id is not None:
         get_schema(store, channel_id)
@@ -223,9 +227,15 @@ def edit_item(
         )
     if idempotency_key is not None and not 1 <= len(idempotency_key) <= MAX_IDEMPOTENCY_KEY:
         raise CodexmemError("ERR_INVALID_INPUT", f"idempotency_key must be 1..{MAX_IDEMPOTENCY_KEY} characters")
-    fingerprint = ev.fingerprint(
-        {"record_channel_id": channel_id, "item_id": item_id, "values": values, "expected_version": expected_version}
-    )
+    request: dict[str, Any] = {"record_channel_id": channel_id, "item_id": item_id, "values": values}
+    request["expected_version"] = expected_version
+    try:
+        fingerprint = ev.fingerprint(request)
+    except (ValueError, TypeError, RecursionError):  # an int of 4,300+ digits, nesting ~1,000 deep: not JSON we keep
+        message = "must be plain JSON values: nested at most 100 levels, numbers of at most 4,300 digits"
+        raise CodexmemError(
+            "ERR_INVALID_INPUT", f"values {message}", fields=[{"field": "values", "message": message}]
+        ) from None
     with store.transaction(actor, at=format_ts(now)) as txn:
         if idempotency_key is not None:
             replay = _replay(txn, idempotency_key, fingerprint, now)

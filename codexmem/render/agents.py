@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from codexmem.errors import CodexmemError, Warnings
+from codexmem.errors import CodexmemError, Warnings, invalid_input
 from codexmem.store.atomic import atomic_write
+
+if TYPE_CHECKING:
+    from codexmem.store.store import Store
 
 BEGIN_MARKER = "<!-- codexmem:begin -->"
 END_MARKER = "<!-- codexmem:end -->"
@@ -87,20 +91,21 @@ def unresolved_placeholders(text: str) -> list[str]:
     return sorted(set(PLACEHOLDER_RE.findall(text)))
 
 
-def project_context(store: Any, project_id: str | None = None) -> AgentsContext:
+def project_context(store: Store, project_id: str | None = None) -> AgentsContext:
     """Build the context of one declared project of ``store`` (the only one when not named)."""
     from codexmem.store.layout import CHANNEL
 
     config = store.config
     if project_id is None:
         if len(config.projects) != 1:
-            names = ", ".join(p.id for p in config.projects) or "none"
-            raise CodexmemError("ERR_INVALID_INPUT", f"name the project with --project (declared projects: {names})")
+            declared = ", ".join(p.id for p in config.projects) or "none"
+            raise CodexmemError("ERR_INVALID_INPUT", f"name the project with --project (declared projects: {declared})")
         decl = config.projects[0]
     else:
-        decl = config.project(project_id)
-        if decl is None:
+        found = config.project(project_id)
+        if found is None:
             raise CodexmemError("ERR_INVALID_INPUT", f"project {project_id} is not declared in codexmem.yaml")
+        decl = found
     names = {p.id: p.name for p in config.projects}
     related = [
         RelatedProject(name=names.get(r.project, r.project), relation_type=r.relation_type, id=r.project)
@@ -159,6 +164,56 @@ def _unique(values: list[str]) -> list[str]:
 
 
 # ------------------------------------------------------------------ installation
+
+
+def install_agents(
+    open_store: Callable[[], Store],
+    warnings: Warnings,
+    *,
+    target: str,
+    mode: str,
+    cwd: str,
+    project_name: str | None = None,
+    system_name: str | None = None,
+    related_repositories: list[str] | None = None,
+    preferred_tags: list[str] | None = None,
+    allow_related_project_memory: bool | None = None,
+) -> dict[str, list[dict[str, str]]]:
+    """``memory_install_agents``: plan every file (checking every path) before the first is written."""
+    for name, value, allowed in (("target", target, TARGETS), ("mode", mode, MODES)):
+        if value not in allowed:
+            message = f"must be {', '.join(allowed[:-1])} or {allowed[-1]}"
+            raise CodexmemError("ERR_INVALID_TARGET", f"{name} {message}", fields=[{"field": name, "message": message}])
+    plans = []
+    if target in ("global", "both"):
+        plans.append(Plan("global", global_agents_path(), render_global()))
+    if target in ("project", "both"):
+        if not cwd.strip():
+            raise invalid_input("cwd", "is required for a project AGENTS.md: a directory inside the repository")
+        path = project_agents_path(cwd)
+        context = apply_overrides(
+            context_for_cwd(open_store(), cwd), project_name=project_name, system_name=system_name,
+            related_repositories=related_repositories, preferred_tags=preferred_tags,
+            allow_related_project_memory=allow_related_project_memory,
+        )  # fmt: skip
+        plans.append(Plan("project", path, render_project(context)))
+    return install(plans, mode, warnings)
+
+
+def context_for_cwd(store: Store, cwd: str) -> AgentsContext:
+    """The project ``cwd`` resolves to: as the store config declares it, else derived with placeholders."""
+    from codexmem.memory.scope import resolve_scope
+
+    scope = resolve_scope(store, Warnings(), cwd=cwd)  # resolution notes do not concern AGENTS.md
+    if store.config.project(scope.project_id) is not None:
+        return project_context(store, scope.project_id)
+    declared_system = store.config.system is not None
+    return AgentsContext(
+        project_name=scope.project_name,
+        system_name=scope.system_name if declared_system else "<system-name>",
+        project_id=scope.project_id,
+        system_id=scope.system_id if declared_system else None,
+    )
 
 
 @dataclass(frozen=True)

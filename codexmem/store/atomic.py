@@ -65,11 +65,18 @@ def append_line(path: Path, line: bytes) -> int:
         if size and os.pread(fd, 1, size - 1) != b"\n":
             # A writer killed mid-line left a fragment. Its change was never acknowledged (the
             # event is the last step), so drop the fragment rather than leave a malformed line.
-            os.ftruncate(fd, _last_line_end(fd, size))
+            size = _last_line_end(fd, size)
+            os.ftruncate(fd, size)
         view = memoryview(line)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
+        try:
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        except OSError:
+            # A full disk can take part of the line: cut it off at once, leaving the shard as it was.
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, size)
+            raise
         size = os.fstat(fd).st_size
     finally:
         os.close(fd)

@@ -147,7 +147,7 @@ def validate_event(event: dict[str, Any]) -> str | None:
 def list_shards(events_dir: Path) -> list[tuple[str, Path]]:
     """(relative path, path) of every shard, sorted; anything else in the folder is ignored here."""
     out: list[tuple[str, Path]] = []
-    if not events_dir.is_dir():
+    if events_dir.is_symlink() or not events_dir.is_dir():  # a symlinked events folder leads out of the store
         return out
     for writer in sorted(os.scandir(events_dir), key=lambda e: e.name):
         if not writer.is_dir(follow_symlinks=False):

@@ -5,13 +5,21 @@ idempotency keys) and the parsed record itself, so answering a call never re-rea
 
 Freshness is layered so that a call costs little however large the store is:
 
-* per call, :meth:`Index.quick_changed` stats the record folders and event shards only (a few
-  dozen ``stat`` calls): new, renamed or deleted files change their folder's mtime, appends
-  change a shard's size, and a checkout or pull moves the repository's ``HEAD``/``index``;
-* a full stat scan (:meth:`Index.refresh` with ``full=True``) catches in-place hand edits; the
-  server runs it at start-up and then at most every few seconds, never on the call's path.
+* per call, :meth:`Index.quick_changed` stats a fixed handful of paths, however large the store
+  and however long its history: the record folders (new, renamed or deleted files change their
+  folder's mtime), the events folder, each writer's folder and each writer's newest shard (the
+  only one codexmem appends to), and the repository's ``HEAD``/``index`` (a checkout or pull);
+* a full stat scan (:meth:`Index.refresh` with ``full=True``, or :meth:`Index.scan_for_changes`
+  then :meth:`Index.refresh` with ``dirs=``) catches in-place hand edits and anything else the
+  cheap check cannot see (an older shard rewritten by hand, a file replaced within the same clock
+  tick as the folder's last change). It compares each folder with the index by a running hash of
+  (path, inode, mtime, size), in constant memory, and reconciles only the folders that differ.
+  The server runs it at start-up and then in a background thread every few seconds.
 
-Only files whose (mtime, size) changed are parsed again.
+Only files whose (inode, mtime, size) changed are parsed again. A file whose mtime was within
+:data:`RACY_NS` of the clock when it was indexed could be rewritten in place within the same
+mtime tick without any visible change (git's "racily clean" entries), so it is kept in the
+``recheck`` table and its content is compared again by the next full scan.
 """
 
 from __future__ import annotations
@@ -21,9 +29,11 @@ import hashlib
 import json
 import os
 import random
+import re
 import sqlite3
 import stat as stat_mod
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,11 +57,13 @@ from codexmem.store.layout import (
     Layout,
     identify_relpath,
     parse,
+    symlink_below,
 )
+from codexmem.store.screen import credential_fields
 from codexmem.store.yamlio import MAX_YAML_BYTES
 from codexmem.timeutil import now_ts
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 9
 SEQ_FACTOR = 10_000_000_000  # public sequence = epoch * SEQ_FACTOR + local sequence
 
 _SCHEMA = """
@@ -67,21 +79,40 @@ CREATE TABLE records(
   data TEXT NOT NULL,
   UNIQUE(kind, channel, id)
 );
-CREATE INDEX records_scope ON records(kind, project_id, workspace_id, created_at);
+-- One index per query shape the tools issue, so that each answers from the index in order and
+-- stops at its LIMIT instead of sorting every record of a kind (see the planner notes below):
+-- newest of a workspace / of a project (handoffs: bootstrap, get_recent), with a status
+-- (open handoffs), most important then newest (high-value notes), by session (idle recovery,
+-- dedupe), sessions of a workspace by status, items of a channel, records of a folder (scans).
+CREATE INDEX records_ws_time ON records(kind, project_id, workspace_id, created_at, id);
+CREATE INDEX records_proj_time ON records(kind, project_id, created_at, id);
+CREATE INDEX records_ws_status ON records(kind, project_id, workspace_id, status, created_at, id);
+CREATE INDEX records_proj_status ON records(kind, project_id, status, created_at, id);
+CREATE INDEX records_ws_value ON records(kind, project_id, workspace_id, importance, created_at, id);
+CREATE INDEX records_proj_value ON records(kind, project_id, importance, created_at, id);
+CREATE INDEX records_session ON records(session_id, kind, updated_at);
+CREATE INDEX records_status_ws ON records(kind, status, workspace_id, created_at);
 CREATE INDEX records_channel ON records(kind, channel, id);
-CREATE INDEX records_session ON records(session_id, kind);
-CREATE INDEX records_updated ON records(kind, updated_at);
-CREATE INDEX records_dir ON records(dir);
+CREATE INDEX records_dir ON records(dir, path, inode, mtime_ns, size);
+-- The filter columns of a full-text search, by rowid: a match is checked against them from this
+-- small index instead of from its (large) record row.
+CREATE INDEX records_search ON records(rowid, kind, project_id, workspace_id, status, type, importance);
 -- Two full-text tables over the same text: a plain one for word-prefix queries ("pay"* finds
 -- payment; porter would stem the prefix itself to "pai") and a porter one for stems (validate
--- finds validation). A search matches either.
+-- finds validation). A search matches either. Items have their own pair, so a memory search
+-- never reads the postings of a bug tracker's long descriptions (and the reverse).
 CREATE VIRTUAL TABLE fts USING fts5(title, body, extra, tokenize='unicode61 remove_diacritics 2');
 CREATE VIRTUAL TABLE fts_stem USING fts5(title, body, extra, tokenize='porter unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE fts_items USING fts5(title, body, extra, tokenize='unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE fts_items_stem USING fts5(title, body, extra, tokenize='porter unicode61 remove_diacritics 2');
+CREATE TABLE recheck(path TEXT PRIMARY KEY);
 CREATE TABLE bad_files(
   path TEXT PRIMARY KEY, dir TEXT NOT NULL, inode INTEGER, mtime_ns INTEGER, size INTEGER, problem TEXT NOT NULL
 );
 CREATE TABLE watch(key TEXT PRIMARY KEY, value INTEGER NOT NULL);
-CREATE TABLE shards(path TEXT PRIMARY KEY, size INTEGER NOT NULL, consumed INTEGER NOT NULL);
+CREATE TABLE shards(
+  path TEXT PRIMARY KEY, size INTEGER NOT NULL, consumed INTEGER NOT NULL, mtime_ns INTEGER NOT NULL DEFAULT 0
+);
 CREATE TABLE events(
   seq INTEGER PRIMARY KEY AUTOINCREMENT,
   event_id TEXT NOT NULL UNIQUE,
@@ -113,6 +144,89 @@ QUERY_COLUMNS = frozenset(
         "updated_at",
     }
 )
+
+
+PLANNER_STATS: dict[tuple[str, str], str] = {
+    ("records", "sqlite_autoindex_records_1"): "1000000 1",
+    ("records", "sqlite_autoindex_records_2"): "1000000 200000 100000 1",
+    ("records", "records_ws_time"): "1000000 200000 50000 10000 1 1",
+    ("records", "records_proj_time"): "1000000 200000 50000 1 1",
+    ("records", "records_ws_status"): "1000000 200000 50000 10000 3000 1 1",
+    ("records", "records_proj_status"): "1000000 200000 50000 15000 1 1",
+    ("records", "records_ws_value"): "1000000 200000 50000 10000 2000 1 1",
+    ("records", "records_proj_value"): "1000000 200000 50000 10000 1 1",
+    ("records", "records_session"): "1000000 8 3 1",
+    ("records", "records_status_ws"): "1000000 200000 60000 10000 1",
+    ("records", "records_channel"): "1000000 200000 100000 1",
+    ("records", "records_dir"): "1000000 100000 1 1 1 1",
+    ("records", "records_search"): "1000000 1 1 1 1 1 1 1",
+    ("events", "sqlite_autoindex_events_1"): "1000000 1",
+    ("events", "events_record"): "1000000 200000 3 1",
+    ("events", "events_channel"): "1000000 500000 1",
+    ("events", "events_idem"): "1000000 1",
+}
+"""``sqlite_stat1`` rows written with the schema: the shape of a large store (rows per key prefix of
+each index), so the planner picks the same, selective plan at any size. Without statistics it
+counts equality columns and, for a dedupe query on session, type and scope, walks every note of
+the workspace by ``records_ws_time`` instead of the few of one session by ``records_session``."""
+PAGE_CACHE_KIB = 16_000
+"""SQLite's page cache per connection (default 2 MB): enough to keep the hot index pages and the
+full-text postings of common words in memory; bounded, so memory stays flat as the store grows."""
+SEARCH_CANDIDATES = 400
+"""Full-text matches ranked per text table: the newest this many that pass the filters (eight
+times the 50 candidates memory search asks for). A word common to most of a large store would
+otherwise cost bm25 and a filter check on every match, linearly in the store; rarer words (most
+queries) have fewer matches and are ranked exactly."""
+
+RACY_NS = 2_000_000_000
+"""A file whose mtime is this close to the clock when it is indexed is "racy": an in-place rewrite
+in the same mtime tick (1-10 ms on Linux, up to 2 s on some filesystems) keeps its stat, so its
+content is compared again by the next full scan (the ``recheck`` table)."""
+
+FTS_TABLES: dict[str, tuple[str, str]] = {
+    "note": ("fts", "fts_stem"),
+    "handoff": ("fts", "fts_stem"),
+    "item": ("fts_items", "fts_items_stem"),
+}
+"""Full-text tables (word prefixes, stems) of each searchable kind."""
+
+_MASK64 = (1 << 64) - 1
+SCAN_BUCKETS = 64
+"""Running hashes per folder in a scan (see Index._changed_paths): the memory a scan needs is
+about 1/SCAN_BUCKETS of a folder's files per differing bucket, eight buckets at a time."""
+
+
+def _file_key(rel: str, st: os.stat_result) -> tuple[str, int, int, int]:
+    return (rel, st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+_DATA_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
+_WRITER_RE = re.compile(r"^[a-z0-9]{8,32}$")
+_SHARD_NAME_RE = re.compile(r"^\d{4}-\d{2}\.jsonl$")
+
+
+def _mtime(path: str) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except (FileNotFoundError, NotADirectoryError):
+        return -1
+
+
+def _racy(mtime_ns: int) -> bool:
+    return time.time_ns() - mtime_ns < RACY_NS
+
+
+@dataclass(frozen=True)
+class FullScanPlan:
+    """What a lock-free full scan found to differ from the index (see :meth:`Index.scan_for_changes`)."""
+
+    paths: tuple[str, ...]
+    shards: bool
+    recheck: bool
+    full: bool = False  # an index in memory: nothing was compared, everything must be
+
+    def __bool__(self) -> bool:
+        return bool(self.paths) or self.shards or self.recheck or self.full
 
 
 @dataclass(frozen=True)
@@ -197,6 +311,8 @@ class Index:
         self._conn: sqlite3.Connection | None = None
         self.epoch = 0
         self._markers: list[Path] | None = None
+        # Folder listings for the per-call check, keyed by the folder's mtime (see _listing).
+        self._listings: dict[str, tuple[int, list[str]]] = {}
 
     # ------------------------------------------------------------ connection
 
@@ -212,6 +328,9 @@ class Index:
             self._conn = self._create(":memory:")
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        for suffix in ("", "-wal", "-shm"):  # SQLite follows a planted symlink, and writes through it
+            if os.path.islink(f"{self.path}{suffix}"):
+                os.unlink(f"{self.path}{suffix}")
         try:
             conn = self._connect(str(self.path))
             version = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
@@ -225,12 +344,13 @@ class Index:
             self._discard_file()
             self._conn = self._create(str(self.path))
 
-    def _connect(self, target: str) -> sqlite3.Connection:
+    def _connect(self, target: str, *, cache_kib: int = PAGE_CACHE_KIB) -> sqlite3.Connection:
         conn = sqlite3.connect(target, isolation_level=None, check_same_thread=False, timeout=30)
         conn.execute("PRAGMA journal_mode=WAL")
         # Derived data: a lost transaction is rebuilt from the files, so skip the fsyncs.
         conn.execute("PRAGMA synchronous=OFF")
         conn.execute("PRAGMA busy_timeout=30000")
+        conn.execute(f"PRAGMA cache_size=-{int(cache_kib)}")
         return conn
 
     def _discard_file(self) -> None:
@@ -262,6 +382,13 @@ class Index:
 
     def _init_schema(self, conn: sqlite3.Connection) -> None:
         conn.executescript(_SCHEMA)
+        # Fixed planner statistics (see PLANNER_STATS), loaded by every connection opened later.
+        conn.execute("ANALYZE sqlite_schema")
+        conn.executemany(
+            "INSERT INTO sqlite_stat1(tbl, idx, stat) VALUES (?, ?, ?)",
+            [(table, index, stat) for (table, index), stat in PLANNER_STATS.items()],
+        )
+        conn.execute("ANALYZE sqlite_schema")
         # A fresh epoch for every rebuild: sequences handed out before it are recognized as stale.
         self.epoch = random.SystemRandom().randrange(100_000, 900_000)
         conn.executemany(
@@ -296,14 +423,35 @@ class Index:
 
     # ------------------------------------------------------------ freshness
 
+    def _listing(self, path: str, mtime: int, *, want: str) -> list[str]:
+        """Sorted names of a small folder (channels, writers, one writer's shards), re-read only
+        when the folder's mtime moved; a listing taken within RACY_NS of its mtime is not kept,
+        since an entry added in the same mtime tick would not move it."""
+        cached = self._listings.get(path)
+        if cached is not None and cached[0] == mtime:
+            return cached[1]
+        names: list[str] = []
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError), os.scandir(path) as entries:
+            for entry in entries:
+                if want == "dir":
+                    keep = entry.is_dir(follow_symlinks=False)
+                else:
+                    keep = entry.is_file(follow_symlinks=False) and bool(_SHARD_NAME_RE.match(entry.name))
+                if keep:
+                    names.append(entry.name)
+        names.sort()
+        if mtime >= 0 and not _racy(mtime):
+            self._listings[path] = (mtime, names)
+        else:
+            self._listings.pop(path, None)
+        return names
+
     def _record_dirs(self) -> list[str]:
         """Folders that hold record files, relative to the store root."""
         dirs = [k.folder for k in MEMORY_KINDS]
-        channels = self.layout.root / CHANNELS_DIR
-        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
-            for entry in sorted(os.scandir(channels), key=lambda e: e.name):
-                if entry.is_dir(follow_symlinks=False):
-                    dirs += [f"{CHANNELS_DIR}/{entry.name}", f"{CHANNELS_DIR}/{entry.name}/{ITEMS_DIR}"]
+        channels = os.path.join(self.layout.root, CHANNELS_DIR)
+        for name in self._listing(channels, _mtime(channels), want="dir"):
+            dirs += [f"{CHANNELS_DIR}/{name}", f"{CHANNELS_DIR}/{name}/{ITEMS_DIR}"]
         return dirs
 
     def _git_markers(self) -> list[Path]:
@@ -315,22 +463,28 @@ class Index:
         return self._markers
 
     def current_state(self) -> dict[str, int]:
-        """Cheap to read: record-folder mtimes, shard sizes, the repository's HEAD and index mtimes."""
+        """Cheap to read, and as cheap for a year of history as for a day: record-folder mtimes,
+        the events folder's and each writer folder's mtime, the size of each writer's newest shard
+        (codexmem appends to the current month's shard only; older ones change by a pull, which
+        moves the git markers, or by hand, which the full scan catches), the git markers' mtimes.
+        """
         state: dict[str, int] = {}
-        root = self.layout.root
+        root = str(self.layout.root)
         for rel in self._record_dirs():
-            try:
-                state["d:" + rel] = os.stat(root / rel).st_mtime_ns
-            except (FileNotFoundError, NotADirectoryError):
-                state["d:" + rel] = -1
-        for rel, path in ev.list_shards(self.layout.events):
-            with contextlib.suppress(FileNotFoundError):
-                state["s:" + rel] = path.stat().st_size
+            state["d:" + rel] = _mtime(f"{root}/{rel}")
+        events = str(self.layout.events)
+        state["e:"] = events_mtime = _mtime(events)
+        for writer in self._listing(events, events_mtime, want="dir"):
+            if not _WRITER_RE.match(writer):
+                continue
+            folder = f"{events}/{writer}"
+            state["w:" + writer] = folder_mtime = _mtime(folder)
+            shards = self._listing(folder, folder_mtime, want="shard")
+            if shards:
+                with contextlib.suppress(FileNotFoundError):
+                    state[f"s:{writer}/{shards[-1]}"] = os.stat(f"{folder}/{shards[-1]}").st_size
         for marker in self._git_markers():
-            try:
-                state["g:" + marker.name] = os.stat(marker).st_mtime_ns
-            except FileNotFoundError:
-                state["g:" + marker.name] = -1
+            state["g:" + marker.name] = _mtime(str(marker))
         return state
 
     def _stored_state(self, conn: sqlite3.Connection) -> dict[str, int]:
@@ -345,32 +499,108 @@ class Index:
         with self._mutex:
             return self.current_state() != self._stored_state(self.conn)
 
-    def refresh(self, *, full: bool = False) -> ScanReport:
-        """Bring the index up to date; ``full`` also stats every record file (catches in-place edits)."""
+    def refresh(self, *, full: bool = False, plan: FullScanPlan | None = None) -> ScanReport:
+        """Bring the index up to date.
+
+        Always: folders, shards and git markers the per-call check sees moving. ``full`` also
+        compares every folder with the index (stat of every file, in constant memory) and
+        re-reads racy files; a ``plan`` (from :meth:`scan_for_changes`) reconciles its files,
+        reads the shards and re-reads racy files, without looking at anything else.
+        """
+        full = full or (plan is not None and plan.full)
+        extra = set(plan.paths) if plan is not None else set()
+        recheck = full or (plan is not None and (plan.recheck or bool(plan.paths)))
         with self._mutex:
             current = self.current_state()
             report = ScanReport()
             with self.transaction() as conn:
                 stored = self._stored_state(conn)
-                if not full and current == stored:
+                if not full and plan is None and current == stored:
                     return report
                 git_moved = any(current.get(k) != stored.get(k) for k in current if k.startswith("g:"))
-                self._ingest_shards(conn, report, reread=git_moved)
-                if full or git_moved:
-                    dirs = {k[2:] for k in current if k.startswith("d:")}
-                else:
-                    dirs = {k[2:] for k in current if k.startswith("d:") and current[k] != stored.get(k)}
-                dirs |= {k[2:] for k in stored if k.startswith("d:") and k not in current}
-                dirs |= {r[0] for r in conn.execute("SELECT DISTINCT dir FROM records")} - {
-                    k[2:] for k in current if k.startswith("d:")
-                }
-                touched: list[str] = []
-                for rel in sorted(dirs):
-                    touched += self._scan_dir(conn, rel, report, stat_all=full or git_moved)
+                self._ingest_shards(conn, report, git_moved=git_moved)
+                present = {k[2:] for k in current if k.startswith("d:")}
+                moved = {d for d in present if current["d:" + d] != stored.get("d:" + d)}
+                if git_moved:
+                    # A checkout or pull replaces files by unlink and create, which moves their
+                    # folder's mtime (unless within the tick of our last look: hence "recent"),
+                    # and may reuse an inode number, so those folders are compared stat by stat.
+                    moved |= {d for d in present if current["d:" + d] >= 0 and _racy(current["d:" + d])}
+                gone = ({k[2:] for k in stored if k.startswith("d:")} | self._indexed_dirs(conn)) - present
+                changed: list[str] = list(extra)
+                for rel in sorted(moved | gone):
+                    changed += self._changed_paths(conn, rel, stat=git_moved)
+                touched = self._reconcile(conn, changed, report)
+                if full:  # after the cheap pass: whatever still differs was changed in place
+                    for rel in sorted(present):
+                        touched += self._reconcile(conn, self._changed_paths(conn, rel, stat=True), report)
+                if recheck:
+                    touched += self._recheck(conn, report)
                 self._synthesize_events(conn, report, touched)
                 conn.execute("DELETE FROM watch")
                 conn.executemany("INSERT INTO watch(key, value) VALUES (?, ?)", sorted(current.items()))
             return report
+
+    def scan_for_changes(self) -> FullScanPlan:
+        """The full scan's reading part, without the lock: which files differ from the index
+        (:meth:`_changed_paths` with a stat of every file), whether a shard has lines not read
+        yet, whether racy files wait for a recheck. Reads through a connection of its own, so the
+        server's calls go on meanwhile; pass the plan to :meth:`refresh` under the store lock,
+        which looks at those files again (a write may have moved them since) and nothing else.
+        An index in memory has no second connection: its plan is a plain full refresh.
+        """
+        if self.path is None:
+            return FullScanPlan((), True, True, full=True)
+        conn = self._connect(str(self.path), cache_kib=1000)  # one streaming pass: no cache to keep
+        try:
+            paths = tuple(p for d in self._record_dirs() for p in self._changed_paths(conn, d, stat=True))
+            known = {row[0]: (row[1], row[2]) for row in conn.execute("SELECT path, size, mtime_ns FROM shards")}
+            listed = ev.list_shards(self.layout.events)
+            shards = len(known) != len(listed)
+            for rel, path in listed:
+                try:
+                    st = os.stat(path)
+                except FileNotFoundError:
+                    continue
+                if known.get(rel) != (st.st_size, st.st_mtime_ns):
+                    shards = True
+                    break
+            recheck = conn.execute("SELECT 1 FROM recheck LIMIT 1").fetchone() is not None
+        finally:
+            conn.close()
+        return FullScanPlan(paths, shards, recheck)
+
+    def _indexed_dirs(self, conn: sqlite3.Connection) -> set[str]:
+        """The distinct folders of indexed records, by skipping through the folder index."""
+        found: set[str] = set()
+        row = conn.execute("SELECT MIN(dir) FROM records").fetchone()
+        while row is not None and row[0] is not None:
+            found.add(row[0])
+            row = conn.execute("SELECT dir FROM records WHERE dir > ? ORDER BY dir LIMIT 1", (row[0],)).fetchone()
+        return found
+
+    def _recheck(self, conn: sqlite3.Connection, report: ScanReport) -> list[str]:
+        """Racy files: compare their content with what was indexed; returns the paths (re)loaded."""
+        touched: list[str] = []
+        for (rel,) in conn.execute("SELECT path FROM recheck").fetchall():
+            try:
+                st = os.lstat(self.layout.root / rel)
+            except (FileNotFoundError, NotADirectoryError):
+                conn.execute("DELETE FROM recheck WHERE path=?", (rel,))
+                continue  # gone: its folder moved, and was reconciled
+            row = conn.execute("SELECT hash FROM records WHERE path=?", (rel,)).fetchone()
+            same = False
+            if row is not None and _is_regular(st):
+                try:
+                    same = _hash(read_bytes_nofollow(self.layout.root / rel, MAX_YAML_BYTES)) == row[0]
+                except (OSError, ValueError):
+                    same = False
+            if not same:
+                self._load_file(conn, rel, st, report)
+                touched.append(rel)
+            elif not _racy(st.st_mtime_ns):
+                conn.execute("DELETE FROM recheck WHERE path=?", (rel,))
+        return touched
 
     def _remember_dirs(self, conn: sqlite3.Connection, dirs: Iterable[str]) -> None:
         """After our own write: these folders' current mtimes are what the index reflects."""
@@ -383,48 +613,102 @@ class Index:
 
     # ------------------------------------------------------------ scanning
 
-    def _scan_dir(self, conn: sqlite3.Connection, rel_dir: str, report: ScanReport, *, stat_all: bool) -> list[str]:
-        """Reconcile one record folder with the index; returns the paths (re)loaded.
-
-        Without ``stat_all`` only names and inode numbers are compared (no stat per file): an
-        atomic replace always brings a new inode, so only in-place edits need the full scan.
-        """
-        known = {
-            row[0]: (row[1], row[2], row[3])
-            for row in conn.execute("SELECT path, inode, mtime_ns, size FROM records WHERE dir=?", (rel_dir,))
-        }
-        bad = {
-            row[0]: (row[1], row[2], row[3])
-            for row in conn.execute("SELECT path, inode, mtime_ns, size FROM bad_files WHERE dir=?", (rel_dir,))
-        }
+    def _folder_entries(self, rel_dir: str) -> Iterator[os.DirEntry[str]]:
+        """The entries of a record folder that may be records (streamed, not listed)."""
         is_channel_dir = rel_dir.count("/") == 1 and rel_dir.startswith(CHANNELS_DIR + "/")
-        try:
-            entries = list(os.scandir(self.layout.root / rel_dir))
-        except (FileNotFoundError, NotADirectoryError):
-            entries = []
-        seen: set[str] = set()
-        touched: list[str] = []
-        for entry in entries:
-            if entry.name.startswith(TMP_PREFIX) or (is_channel_dir and entry.name == ITEMS_DIR):
-                continue
+        # A folder that is (or lies under) a symlink leads out of the store: it holds nothing.
+        if symlink_below(self.layout.root, self.layout.root / rel_dir) is not None:
+            return
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError), os.scandir(self.layout.root / rel_dir) as it:
+            for entry in it:
+                name = entry.name
+                if name.startswith(TMP_PREFIX) or (is_channel_dir and name == ITEMS_DIR):
+                    continue
+                yield entry
+
+    def _indexed_rows(self, conn: sqlite3.Connection, rel_dir: str) -> Iterator[tuple[str, int, int, int]]:
+        """(path, inode, mtime, size) of every file of a folder the index knows, streamed."""
+        for table in ("records", "bad_files"):
+            yield from conn.execute(f"SELECT path, inode, mtime_ns, size FROM {table} WHERE dir=?", (rel_dir,))
+
+    def _changed_paths(self, conn: sqlite3.Connection, rel_dir: str, *, stat: bool) -> list[str]:
+        """Files of a folder that differ from the index: new, gone, or (``stat``) changed in
+        place; without ``stat`` only names and inode numbers are compared (no stat per file: an
+        atomic replace always brings a new inode).
+
+        Memory stays flat however large the folder: both sides are streamed into SCAN_BUCKETS
+        running hashes, by a hash of the path, and only the buckets that differ are compared
+        file by file (a few buckets at a time). Reads only: the caller applies the paths.
+        """
+        disk = [0] * SCAN_BUCKETS
+        known = [0] * SCAN_BUCKETS
+        for entry in self._folder_entries(rel_dir):
             rel = f"{rel_dir}/{entry.name}"
-            seen.add(rel)
-            previous = known.get(rel) or bad.get(rel)
-            if previous is not None and previous[0] == entry.inode() and not stat_all:
-                continue
             try:
-                st = entry.stat(follow_symlinks=False)
+                key = _file_key(rel, entry.stat(follow_symlinks=False)) if stat else (rel, entry.inode())
             except FileNotFoundError:
                 continue
-            if previous is not None and previous == (st.st_ino, st.st_mtime_ns, st.st_size):
+            disk[hash(rel) % SCAN_BUCKETS] += hash(key) + 1
+        for row in self._indexed_rows(conn, rel_dir):
+            known[hash(row[0]) % SCAN_BUCKETS] += hash(row if stat else row[:2]) + 1
+        differ = [b for b in range(SCAN_BUCKETS) if (disk[b] - known[b]) & _MASK64]
+        changed: list[str] = []
+        for start in range(0, len(differ), SCAN_BUCKETS // 8):
+            group = set(differ[start : start + SCAN_BUCKETS // 8])
+            rows = {
+                row[0]: (row if stat else row[:2])
+                for row in self._indexed_rows(conn, rel_dir)
+                if hash(row[0]) % SCAN_BUCKETS in group
+            }
+            for entry in self._folder_entries(rel_dir):
+                rel = f"{rel_dir}/{entry.name}"
+                if hash(rel) % SCAN_BUCKETS not in group:
+                    continue
+                try:
+                    key = _file_key(rel, entry.stat(follow_symlinks=False)) if stat else (rel, entry.inode())
+                except FileNotFoundError:
+                    continue
+                if rows.pop(rel, None) != key:
+                    changed.append(rel)
+            changed += rows  # indexed, gone from the folder
+        return changed
+
+    def _reconcile(self, conn: sqlite3.Connection, paths: Iterable[str], report: ScanReport) -> list[str]:
+        """Bring these files' rows in line with the files (under the lock); returns the paths
+        (re)loaded. Loaded in name order: ids sort by creation time, so after a rebuild rowids
+        follow creation (search ranks the newest candidates first)."""
+        touched: list[str] = []
+        for rel in sorted(set(paths)):
+            row = conn.execute("SELECT inode, mtime_ns, size FROM records WHERE path=?", (rel,)).fetchone()
+            bad = conn.execute("SELECT inode, mtime_ns, size FROM bad_files WHERE path=?", (rel,)).fetchone()
+            folder = rel.rsplit("/", 1)[0]
+            try:
+                if symlink_below(self.layout.root, self.layout.root / folder) is not None:
+                    raise FileNotFoundError(rel)  # under a symlink: not part of the store
+                st = os.lstat(self.layout.root / rel)
+            except (FileNotFoundError, NotADirectoryError):
+                if row is not None:
+                    self._remove_path(conn, rel, report)
+                if bad is not None:
+                    conn.execute("DELETE FROM bad_files WHERE path=?", (rel,))
+                    self._broken_file_gone(conn, rel, report)
+                continue
+            if (row or bad) == (st.st_ino, st.st_mtime_ns, st.st_size):
                 continue
             self._load_file(conn, rel, st, report)
             touched.append(rel)
-        for rel in set(known) - seen:
-            self._remove_path(conn, rel, report)
-        for rel in set(bad) - seen:
-            conn.execute("DELETE FROM bad_files WHERE path=?", (rel,))
         return touched
+
+    def _broken_file_gone(self, conn: sqlite3.Connection, rel: str, report: ScanReport) -> None:
+        """A record's file that was unreadable is now gone: it is deleted for pollers too."""
+        ident = identify_relpath(rel)
+        last = self._latest_event(conn, ident[0].name, ident[1]) if ident is not None else None
+        if ident is None or last is None or last[0] == "deleted":
+            return
+        kind, rid, channel = ident
+        version = conn.execute("SELECT version FROM events WHERE event_id=?", (last[1],)).fetchone()[0]
+        self._synthesize(conn, kind.name, rid, channel, "deleted", version, [], f"{rel}:deleted:{version}:{last[1]}")
+        report.events_synthesized += 1
 
     def _load_file(self, conn: sqlite3.Connection, rel: str, st: os.stat_result, report: ScanReport) -> None:
         ident = identify_relpath(rel)
@@ -442,12 +726,17 @@ class Index:
                 data = validate_record(kind, parse(kind, raw, source=rel), rid, channel)
             except (OSError, ValueError) as exc:
                 problem = str(exc)
+            if data is not None and (secret := credential_fields(data)):  # typed in by hand: never served
+                problem = f"{', '.join(secret[:3])} holds what looks like a credential; remove it"
+                data = None
         if problem is not None or data is None or ident is None:
             self._remove_path(conn, rel, report, quiet=True)
             conn.execute(
                 "INSERT OR REPLACE INTO bad_files(path, dir, inode, mtime_ns, size, problem) VALUES (?,?,?,?,?,?)",
                 (rel, rel.rsplit("/", 1)[0], st.st_ino, st.st_mtime_ns, st.st_size, problem or "unreadable"),
             )
+            if _racy(st.st_mtime_ns):
+                conn.execute("INSERT OR IGNORE INTO recheck(path) VALUES (?)", (rel,))
             report.bad.append(BadFile(rel, problem or "unreadable"))
             return
         kind, rid, channel = ident
@@ -493,54 +782,83 @@ class Index:
                 "inode=?,mtime_ns=?,size=?,hash=?,data=? WHERE rowid=?",
                 (*params, rowid),
             )
-            conn.execute("DELETE FROM fts WHERE rowid=?", (rowid,))
-            conn.execute("DELETE FROM fts_stem WHERE rowid=?", (rowid,))
+        tables = FTS_TABLES.get(kind.name, ())
         texts = fts_texts(kind, data)
+        if row is not None and tables:
+            # An edit that leaves every text alone (a status move of a note, a select of an item
+            # whose texts are unchanged) keeps its postings; otherwise they are replaced.
+            old = conn.execute(f"SELECT title, body, extra FROM {tables[0]} WHERE rowid=?", (rowid,)).fetchone()
+            if old is not None and texts is not None and tuple(old) == texts:
+                texts = None
+            elif old is not None:
+                for table in tables:
+                    conn.execute(f"DELETE FROM {table} WHERE rowid=?", (rowid,))
         if texts is not None:
-            conn.execute("INSERT INTO fts(rowid, title, body, extra) VALUES (?,?,?,?)", (rowid, *texts))
-            conn.execute("INSERT INTO fts_stem(rowid, title, body, extra) VALUES (?,?,?,?)", (rowid, *texts))
+            for table in tables:
+                conn.execute(f"INSERT INTO {table}(rowid, title, body, extra) VALUES (?,?,?,?)", (rowid, *texts))
+        if _racy(st.st_mtime_ns):
+            conn.execute("INSERT OR IGNORE INTO recheck(path) VALUES (?)", (rel,))
 
     def _remove_path(self, conn: sqlite3.Connection, rel: str, report: ScanReport, *, quiet: bool = False) -> None:
         row = conn.execute("SELECT rowid, kind, id, channel, version FROM records WHERE path=?", (rel,)).fetchone()
         if row is None:
             return
-        conn.execute("DELETE FROM fts WHERE rowid=?", (row[0],))
-        conn.execute("DELETE FROM fts_stem WHERE rowid=?", (row[0],))
+        for table in FTS_TABLES.get(row[1], ()):
+            conn.execute(f"DELETE FROM {table} WHERE rowid=?", (row[0],))
         conn.execute("DELETE FROM records WHERE rowid=?", (row[0],))
+        conn.execute("DELETE FROM recheck WHERE path=?", (rel,))
         report.removed += 1
         if quiet:
             return
         kind, rid, channel, version = row[1], row[2], row[3], row[4]
-        has_delete = conn.execute(
-            "SELECT 1 FROM events WHERE kind=? AND id=? AND type='deleted'", (kind, rid)
-        ).fetchone()
-        if not has_delete:
-            self._synthesize(conn, kind, rid, channel, "deleted", version, [], f"{rel}:deleted:{version}")
+        last = self._latest_event(conn, kind, rid)
+        if last is None or last[0] != "deleted":
+            # Seeded by the event it follows: a record that comes back (a checkout) and goes
+            # again gets a deletion each time, and two processes noticing one removal agree.
+            after = f":{last[1]}" if last is not None else ""
+            self._synthesize(conn, kind, rid, channel, "deleted", version, [], f"{rel}:deleted:{version}{after}")
             report.events_synthesized += 1
 
-    def _ingest_shards(self, conn: sqlite3.Connection, report: ScanReport, *, reread: bool = False) -> None:
-        """Read the shards' new lines; ``reread`` (after a checkout, merge or pull) reads them whole.
+    def _latest_event(self, conn: sqlite3.Connection, kind: str, rid: str) -> tuple[str, str] | None:
+        """(type, event_id) of a record's latest event, or None."""
+        row = conn.execute(
+            "SELECT type, event_id FROM events WHERE kind=? AND id=? ORDER BY seq DESC LIMIT 1", (kind, rid)
+        ).fetchone()
+        return (row[0], row[1]) if row is not None else None
 
-        A checkout can swap a shard for another branch's version that shares only its start, so
-        the offset read so far means nothing then; events are deduplicated by id.
+    def _ingest_shards(self, conn: sqlite3.Connection, report: ScanReport, *, git_moved: bool = False) -> None:
+        """Read the shards' new lines. A shard whose (size, mtime) did not move is not opened.
+
+        After a checkout, merge or pull (``git_moved``) a shard git rewrote (its mtime moved) is
+        read whole: another branch's version may share only its start with the one read so far,
+        so the offset means nothing then; events are deduplicated by id. Shards git did not
+        touch (every past month) are skipped, so this costs what changed, not the history.
         """
-        consumed = {} if reread else {row[0]: row[1] for row in conn.execute("SELECT path, consumed FROM shards")}
-        for rel, path in ev.list_shards(self.layout.events):
-            start = consumed.get(rel, 0)
+        rows = conn.execute("SELECT path, size, consumed, mtime_ns FROM shards")
+        known = {row[0]: (row[1], row[2], row[3]) for row in rows}
+        listed = ev.list_shards(self.layout.events)
+        for rel, path in listed:
             try:
-                size = path.stat().st_size
+                st = os.stat(path)
             except FileNotFoundError:
                 continue
-            if size < start:  # rewritten (a checkout of another branch): read it again, dedupe by id
-                start = 0
-            if size == start:
+            size, consumed, mtime = known.get(rel, (0, 0, 0))
+            if rel in known and (st.st_size, st.st_mtime_ns) == (size, mtime):
                 continue
+            start = consumed
+            if (git_moved and st.st_mtime_ns != mtime) or st.st_size < start:
+                start = 0  # rewritten (a checkout of another branch): read it again, dedupe by id
             end = start
             for line in ev.read_lines(path, start):
                 end = line.end
                 if line.event is not None and self.insert_event(conn, line.event):
                     report.events_ingested += 1
-            conn.execute("INSERT OR REPLACE INTO shards(path, size, consumed) VALUES (?,?,?)", (rel, size, end))
+            conn.execute(
+                "INSERT OR REPLACE INTO shards(path, size, consumed, mtime_ns) VALUES (?,?,?,?)",
+                (rel, st.st_size, end, st.st_mtime_ns),
+            )
+        gone = set(known) - {rel for rel, _ in listed}
+        conn.executemany("DELETE FROM shards WHERE path=?", [(rel,) for rel in sorted(gone)])
 
     def insert_event(self, conn: sqlite3.Connection, event: dict[str, Any], *, synthesized: bool = False) -> bool:
         """Add one event unless its ``event_id`` is known; True when it was new."""
@@ -563,19 +881,25 @@ class Index:
 
         Only the files just (re)loaded are looked at: every other record was checked when loaded.
         """
-        rows = []
         for rel in paths:
-            row = conn.execute(
-                "SELECT r.kind, r.id, r.channel, r.version, r.hash, r.path FROM records r WHERE r.path=?"
-                " AND NOT EXISTS (SELECT 1 FROM events e WHERE e.kind=r.kind AND e.id=r.id"
-                " AND e.version=r.version AND e.type != 'deleted')",
-                (rel,),
+            row = conn.execute("SELECT kind, id, channel, version, hash FROM records WHERE path=?", (rel,)).fetchone()
+            if row is None:
+                continue
+            kind, rid, channel, version, digest = row
+            announced = conn.execute(
+                "SELECT 1 FROM events WHERE kind=? AND id=? AND version=? AND type != 'deleted'", (kind, rid, version)
             ).fetchone()
-            if row is not None:
-                rows.append(row)
-        for kind, rid, channel, version, digest, rel in rows:
-            etype = "created" if version == 1 else "updated"
-            self._synthesize(conn, kind, rid, channel, etype, version, [], f"{rel}:{version}:{digest}")
+            last = self._latest_event(conn, kind, rid)
+            if last is not None and last[0] == "deleted":
+                # Back after a deletion (a checkout of a branch that has it, a file restored):
+                # pollers last heard "deleted", so it is announced again.
+                seed = f"{rel}:{version}:{digest}:after:{last[1]}"
+                self._synthesize(conn, kind, rid, channel, "created", version, [], seed)
+            elif announced is None:
+                etype = "created" if version == 1 else "updated"
+                self._synthesize(conn, kind, rid, channel, etype, version, [], f"{rel}:{version}:{digest}")
+            else:
+                continue
             report.events_synthesized += 1
 
     def _synthesize(
@@ -628,8 +952,19 @@ class Index:
         for line in ev.read_lines(path, previous):
             if line.event is not None:
                 self.insert_event(conn, line.event)
-        conn.execute("INSERT OR REPLACE INTO shards(path, size, consumed) VALUES (?,?,?)", (rel, size, size))
-        conn.execute("INSERT OR REPLACE INTO watch(key, value) VALUES (?, ?)", ("s:" + rel, size))
+        mtime = _mtime(str(path))
+        conn.execute(
+            "INSERT OR REPLACE INTO shards(path, size, consumed, mtime_ns) VALUES (?,?,?,?)", (rel, size, size, mtime)
+        )
+        # What the per-call check will look at: this shard, its writer's folder (a new month's
+        # shard was perhaps just created in it) and the events folder (perhaps a new writer).
+        writer = rel.split("/", 1)[0]
+        remembered = [
+            ("s:" + rel, size),
+            ("w:" + writer, _mtime(str(path.parent))),
+            ("e:", _mtime(str(self.layout.events))),
+        ]
+        conn.executemany("INSERT OR REPLACE INTO watch(key, value) VALUES (?, ?)", remembered)
 
     def remember_answer(self, conn: sqlite3.Connection, key: str, answer: dict[str, Any]) -> None:
         conn.execute(
@@ -655,11 +990,22 @@ class Index:
         where_not: dict[str, Any] | None = None,
         min_importance: int | None = None,
         before_id: str | None = None,
+        data_equals: dict[str, Any] | None = None,
         order: Sequence[tuple[str, bool]] = (("created_at", True), ("id", True)),
         limit: int | None = None,
     ) -> list[dict[str, Any]]:
-        """Records of one kind filtered on indexed columns, parsed from their stored data."""
+        """Records of one kind filtered on indexed columns, parsed from their stored data.
+
+        ``data_equals`` compares fields of the stored record (``{"task": ...}``, dotted for nested
+        ones: ``{"values.ticket": ...}``) inside SQLite, so only matching records are parsed; use it
+        after the indexed filters, which choose the rows it reads.
+        """
         sql, params = self._where(kind, where, where_in, where_not, min_importance, before_id)
+        for key, value in (data_equals or {}).items():
+            if not _DATA_KEY_RE.match(key):
+                raise ValueError(f"not a record field path: {key!r}")
+            sql += f" AND json_extract(data, '$.{key}') IS ?"
+            params.append(value)
         for col, _desc in order:
             _check_col(col)
         sql += " ORDER BY " + ", ".join(f"{c} {'DESC' if d else 'ASC'}" for c, d in order)
@@ -732,37 +1078,71 @@ class Index:
         """
         if not query.words:
             return []
-        kind_names = [k.name for k in kinds]
-        sql = (
-            "SELECT r.data, MIN(h.score) AS best FROM ("
-            " SELECT rowid, bm25(fts, 4.0, 1.0, 2.0) AS score FROM fts WHERE fts MATCH ?"
-            " UNION ALL"
-            " SELECT rowid, bm25(fts_stem, 4.0, 1.0, 2.0) AS score FROM fts_stem WHERE fts_stem MATCH ?"
-            f") h JOIN records r ON r.rowid = h.rowid WHERE r.kind IN ({','.join('?' * len(kind_names))})"
-        )
-        params: list[Any] = [query.prefix_match(), query.stem_match(), *kind_names]
+        groups: dict[tuple[str, str], list[str]] = {}
+        for kind in kinds:
+            if kind.name in FTS_TABLES:
+                groups.setdefault(FTS_TABLES[kind.name], []).append(kind.name)
+        filters = ""
+        filter_params: list[Any] = []
         for col, values in (where_in or {}).items():
             _check_col(col)
             values = list(values)
             if not values:
                 return []
-            sql += f" AND r.{col} IN ({','.join('?' * len(values))})"
-            params.extend(values)
+            filters += f" AND r.{col} IN ({','.join('?' * len(values))})"
+            filter_params.extend(values)
         if min_importance is not None:
-            sql += " AND (r.kind != 'note' OR r.importance >= ?)"
-            params.append(min_importance)
-        sql += " GROUP BY r.rowid ORDER BY best LIMIT ?"
+            filters += " AND (r.kind != 'note' OR r.importance >= ?)"
+            filter_params.append(min_importance)
+        # Phase 1: (rowid, best score) of the matches that pass the filters, best first. The
+        # filters sit inside each full-text query so bm25 is computed only for rows that pass,
+        # and no record's data is read for a row that is not returned.
+        parts: list[str] = []
+        params: list[Any] = []
+        for (prefix_table, stem_table), names in groups.items():
+            for table, match in ((prefix_table, query.prefix_match()), (stem_table, query.stem_match())):
+                # CROSS JOIN keeps the full-text table outside (the planner would otherwise walk
+                # every record of the project and probe the text index for each); newest first
+                # (rowids follow creation), at most SEARCH_CANDIDATES of them.
+                parts.append(
+                    f"SELECT * FROM (SELECT r.rowid AS rowid, bm25({table}, 4.0, 1.0, 2.0) AS score FROM {table}"
+                    f" CROSS JOIN records r INDEXED BY records_search ON r.rowid = {table}.rowid WHERE {table} MATCH ?"
+                    f" AND r.kind IN ({','.join('?' * len(names))}){filters}"
+                    f" ORDER BY {table}.rowid DESC LIMIT ?)"
+                )
+                params += [match, *names, *filter_params, SEARCH_CANDIDATES]
+        if not parts:
+            return []
+        union = " UNION ALL ".join(parts)
+        sql = f"SELECT rowid, MIN(score) AS best FROM ({union}) GROUP BY rowid ORDER BY best LIMIT ?"
         params.append(limit)
         with self._mutex:
             try:
-                rows = self.conn.execute(sql, params).fetchall()
+                hits = self.conn.execute(sql, params).fetchall()
             except sqlite3.OperationalError:
                 return []  # defensive: TextQuery quotes every word, so FTS syntax cannot get in
-        return [(json.loads(r[0]), float(r[1])) for r in rows]
+            # Phase 2: the data of the rows returned only.
+            data = (
+                dict(
+                    self.conn.execute(
+                        f"SELECT rowid, data FROM records WHERE rowid IN ({','.join('?' * len(hits))})",
+                        [h[0] for h in hits],
+                    ).fetchall()
+                )
+                if hits
+                else {}
+            )
+        return [(json.loads(data[rowid]), float(best)) for rowid, best in hits if rowid in data]
 
     def bad_files(self) -> list[BadFile]:
         with self._mutex:
             return [BadFile(r[0], r[1]) for r in self.conn.execute("SELECT path, problem FROM bad_files ORDER BY path")]
+
+    def bad_file(self, rel: str) -> BadFile | None:
+        """The problem of one store file the index could not use, if it has one."""
+        with self._mutex:
+            row = self.conn.execute("SELECT path, problem FROM bad_files WHERE path=?", (rel,)).fetchone()
+        return BadFile(row[0], row[1]) if row else None
 
     # ------------------------------------------------------------ events
 

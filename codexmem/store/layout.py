@@ -6,7 +6,9 @@ checked again to sit inside the store: no caller builds a path by hand.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -104,13 +106,16 @@ class Layout:
     def path(self, kind: Kind, record_id: str, channel: str | None = None) -> Path:
         """The file of one record; ``record_id`` must already be a valid id of ``kind``."""
         if kind is CHANNEL:
-            return self.channel_dir(record_id) / SCHEMA_FILE
-        if kind.prefix is None or not is_record_id(record_id, kind.prefix):
-            raise CodexmemError("ERR_INVALID_INPUT", f"invalid {kind.name} id {record_id[:80]!r}")
-        path = self.folder(kind, channel) / f"{record_id}{kind.suffix}"
-        # Belt and braces: the id regex already forbids separators, but never trust one check.
-        if path.parent.resolve(strict=False) != self.folder(kind, channel).resolve(strict=False):
-            raise CodexmemError("ERR_INVALID_INPUT", "record path escapes the store")
+            path = self.channel_dir(record_id) / SCHEMA_FILE
+        else:
+            if kind.prefix is None or not is_record_id(record_id, kind.prefix):
+                raise CodexmemError("ERR_INVALID_INPUT", f"invalid {kind.name} id {record_id[:80]!r}")
+            path = self.folder(kind, channel) / f"{record_id}{kind.suffix}"
+            # Belt and braces: the id regex already forbids separators, but never trust one check.
+            if path.parent.resolve(strict=False) != self.folder(kind, channel).resolve(strict=False):
+                raise CodexmemError("ERR_INVALID_INPUT", "record path escapes the store")
+        # A folder on the way replaced by a symlink (a pull request can carry one) would lead out.
+        refuse_symlinks(self.root, path.parent)
         return path
 
     def identify(self, path: Path) -> tuple[Kind, str, str | None] | None:
@@ -143,6 +148,38 @@ def identify_relpath(rel: str) -> tuple[Kind, str, str | None] | None:
     if m.group("schema"):
         return CHANNEL, channel, None
     return ITEM, m.group("item"), channel
+
+
+def symlink_below(root: Path, path: Path) -> str | None:
+    """The first part of ``path`` below ``root`` that is a symbolic link (relative to root), else None.
+
+    Parts that do not exist yet are fine: codexmem creates them as real folders.
+    """
+    try:
+        parts = path.relative_to(root).parts
+    except ValueError:
+        return path.as_posix()
+    current = root
+    for part in parts:
+        current = current / part
+        try:
+            mode = os.lstat(current).st_mode
+        except OSError:
+            return None
+        if stat.S_ISLNK(mode):
+            return current.relative_to(root).as_posix()
+    return None
+
+
+def refuse_symlinks(root: Path, path: Path) -> None:
+    """ERR_STORAGE_UNAVAILABLE when a part of ``path`` below ``root`` is a symbolic link."""
+    link = symlink_below(root, path)
+    if link is not None:
+        raise CodexmemError(
+            "ERR_STORAGE_UNAVAILABLE",
+            f"{link} in the store is a symbolic link; codexmem never follows one out of the store: "
+            "replace it with a real folder (codexmem check lists it)",
+        )
 
 
 def _need_channel(channel: str | None) -> str:

@@ -65,6 +65,17 @@ def screen(data: dict[str, Any], mode: str) -> tuple[dict[str, Any], list[str]]:
     return _redact_tree(data, "", {p for p, _ in found}, redact), [p for p, _ in found]
 
 
+def credential_fields(data: dict[str, Any]) -> list[str]:
+    """The field paths of a record's texts that hold what looks like a credential (none: ``[]``).
+
+    The read side of :func:`screen`: a file that a hand or a pull request filled with a credential
+    is refused when loaded, so no answer, page or site ever shows it.
+    """
+    from codexmem.secrets import find_secrets
+
+    return [path for path, text in _strings(data, "") if find_secrets(text)]
+
+
 def _redact_tree(data: Any, path: str, targets: set[str], redact: Any) -> Any:
     if isinstance(data, str):
         return redact(data)[0] if path in targets else data

@@ -11,8 +11,10 @@ from __future__ import annotations
 import contextlib
 import getpass
 import json
+import logging
 import os
 import secrets
+import sqlite3
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,16 +27,17 @@ from pydantic import BaseModel, ValidationError
 from codexmem.errors import CodexmemError
 from codexmem.models import STORE_FORMAT, StoreConfig
 from codexmem.store import events as ev
-from codexmem.store.atomic import append_line, atomic_write, fsync_dir, read_bytes_nofollow, write_temp
+from codexmem.store.atomic import TMP_PREFIX, append_line, atomic_write, fsync_dir, read_bytes_nofollow, write_temp
 from codexmem.store.ids import new_id
 from codexmem.store.index import Index, validate_record
-from codexmem.store.layout import CHANNEL, KINDS, Kind, Layout, parse, serialize
+from codexmem.store.layout import CHANNEL, KINDS, Kind, Layout, parse, refuse_symlinks, serialize
 from codexmem.store.screen import screen
 from codexmem.store.yamlio import MAX_YAML_BYTES, YamlError, load_yaml
 from codexmem.timeutil import now_ts
 
 JOURNAL_DIR = ".journal"
 LOCK_TIMEOUT_S = 30.0
+log = logging.getLogger("codexmem")
 
 
 def cli_actor() -> str:
@@ -200,6 +203,18 @@ class Store:
 
     # ------------------------------------------------------------ reading
 
+    def raise_if_unreadable(self, kind: Kind, rid: str, channel: str | None = None) -> None:
+        """ERR_READ_FAILED naming the problem when a record's file exists but cannot be used (a hand
+        edit, a merge), so it is never reported as missing."""
+        rel = self.layout.path(kind, rid, channel).relative_to(self.root).as_posix()
+        bad = self.index.bad_file(rel)
+        if bad is not None:
+            problem = bad.problem[len(rel) + 2 :] if bad.problem.startswith(rel + ": ") else bad.problem
+            raise CodexmemError(
+                "ERR_READ_FAILED",
+                f"{rel} cannot be used: {problem[:300]}; fix or remove the file (codexmem check lists every problem)",
+            )
+
     def read_file(self, kind: Kind, rid: str, channel: str | None = None) -> dict[str, Any] | None:
         """Parse and validate one record file; None if absent; ERR_READ_FAILED if it is broken."""
         path = self.layout.path(kind, rid, channel)
@@ -224,16 +239,37 @@ class Store:
             with self._thread_lock:
                 if self._index is None:
                     index = Index(self.layout, in_memory=self.read_only or not self._cache_writable())
-                    index.refresh(full=True)
+                    try:
+                        index.refresh(full=True)
+                    except sqlite3.OperationalError as exc:
+                        index = self._index_in_memory(index, exc)
                     self._index = index
         return self._index
 
     def fresh_index(self, *, full: bool = False) -> Index:
         """The index after the cheap per-call freshness check (or a full stat scan)."""
         index = self.index
-        if full or index.quick_changed():
-            self._refresh_locked(index, full=full)
+        try:
+            if full or index.quick_changed():
+                self._refresh_locked(index, full=full)
+        except sqlite3.OperationalError as exc:
+            index = self._index_in_memory(index, exc)
         return index
+
+    def _index_in_memory(self, failed: Index, exc: sqlite3.OperationalError) -> Index:
+        """The index file cannot be written (a full disk, a file system gone read-only): from now on
+        the index is held in memory, rebuilt from the files, so reads keep answering."""
+        if failed.path is None:
+            raise exc
+        log.warning("the index file cannot be written (%s): keeping the index in memory", exc)
+        with self._thread_lock:
+            if self._index is not None and self._index is not failed and self._index.path is None:
+                return self._index
+            failed.close()
+            index = Index(self.layout, in_memory=True)
+            self._refresh_locked(index, full=True)
+            self._index = index
+            return index
 
     def _refresh_locked(self, index: Index, *, full: bool) -> None:
         # Applying changes found on disk happens under the store lock, so a write half-way
@@ -246,7 +282,7 @@ class Store:
 
     def _cache_writable(self) -> bool:
         try:
-            self.layout.cache.mkdir(exist_ok=True)
+            _local_dir(self.layout.cache)
         except OSError:
             return False
         return os.access(self.layout.cache, os.W_OK)
@@ -259,12 +295,12 @@ class Store:
         if self._writer_id is None:
             path = self.layout.cache / "writer_id"
             try:
-                value = path.read_text("ascii").strip()
-            except (FileNotFoundError, UnicodeDecodeError):
+                value = read_bytes_nofollow(path, 64).decode("ascii").strip()
+            except (OSError, ValueError):  # missing, a symlink planted in its place, not ours
                 value = ""
             if not (value.isalnum() and value.islower() and 8 <= len(value) <= 32):
                 value = secrets.token_hex(6)
-                self.layout.cache.mkdir(exist_ok=True)
+                _local_dir(self.layout.cache)
                 atomic_write(path, value.encode("ascii") + b"\n")
             self._writer_id = value
         return self._writer_id
@@ -274,6 +310,9 @@ class Store:
         with self._thread_lock:
             if self._file_lock is None:
                 self._file_lock = FileLock(str(self.layout.lock), thread_local=False)
+            if self.layout.lock.is_symlink():  # planted: never lock (or truncate) a file outside
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.layout.lock)
             try:
                 self._file_lock.acquire(timeout=LOCK_TIMEOUT_S)
             except Timeout:
@@ -298,8 +337,11 @@ class Store:
         index = self.index
         with self._locked():
             self._recover_journal()
-            if index.quick_changed():
-                index.refresh()
+            try:
+                if index.quick_changed():
+                    index.refresh()
+            except sqlite3.OperationalError as exc:
+                index = self._index_in_memory(index, exc)
             txn = Transaction(self, actor, at)
             yield txn
             if txn._staged:
@@ -307,18 +349,27 @@ class Store:
 
     def _apply(self, txn: Transaction, index: Index) -> None:
         staged = txn._staged
-        journal: Path | None = None
+        journal = self.root / JOURNAL_DIR / f"{staged[0].event['event_id']}.json" if len(staged) > 1 else None
+        # (final path, a hard link to the file it replaces or None if it is new): until the events are
+        # logged, a failure (a full disk) puts every file back, so ERR_WRITE_FAILED means nothing changed.
+        kept: list[tuple[Path, Path | None]] = []
         try:
-            if len(staged) == 1:
-                self._write_one(staged[0])
-            else:
-                journal = self._write_journaled(staged)
             rel = ev.shard_relpath(self.writer_id, txn.at)
+            # Every target was checked when staged; the shard's folders too, before anything is written.
+            refuse_symlinks(self.root, (self.layout.events / rel).parent)
+            if len(staged) == 1:
+                self._write_one(staged[0], kept)
+            else:
+                self._write_journaled(staged, kept)
             size = append_line(self.layout.events / rel, b"".join(ev.encode(s.event) for s in staged))
-            if journal is not None:
-                os.unlink(journal)
         except OSError as exc:
+            _undo(kept, journal)
             raise CodexmemError("ERR_WRITE_FAILED", f"could not write to the store: {exc.strerror or exc}") from None
+        # Logged: the change is committed (a journal left behind is finished by the next writer).
+        for path in [journal] + [backup for _, backup in kept]:
+            if path is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
         try:
             with index.transaction() as conn:
                 for s in staged:
@@ -332,15 +383,16 @@ class Store:
                 with contextlib.suppress(OSError):
                     os.unlink(index.path)
 
-    def _write_one(self, s: _Staged) -> None:
+    def _write_one(self, s: _Staged, kept: list[tuple[Path, Path | None]]) -> None:
         path = self.layout.path(s.kind, s.rid, s.channel)
+        kept.append((path, _link_aside(path)))
         if s.data is None:
             os.unlink(path)
             fsync_dir(path.parent)
         else:
             atomic_write(path, s.raw)
 
-    def _write_journaled(self, staged: list[_Staged]) -> Path:
+    def _write_journaled(self, staged: list[_Staged], kept: list[tuple[Path, Path | None]]) -> Path:
         """Temporary files, a journal naming them, the renames; the caller drops the journal."""
         entries: list[dict[str, str | None]] = []
         temps: list[Path] = []
@@ -357,7 +409,7 @@ class Store:
                     }
                 )
             journal_dir = self.root / JOURNAL_DIR
-            journal_dir.mkdir(exist_ok=True)
+            _local_dir(journal_dir)
             journal = journal_dir / f"{staged[0].event['event_id']}.json"
             body = {"entries": entries, "events": [s.event for s in staged], "writer": self.writer_id}
             atomic_write(journal, json.dumps(body).encode("utf-8"))
@@ -366,13 +418,23 @@ class Store:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
             raise
-        self._roll_forward(entries)
+        try:
+            self._roll_forward(entries, kept)
+        except BaseException:
+            for tmp in temps:  # those not renamed yet; the caller puts the renamed ones back
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+            raise
         return journal
 
-    def _roll_forward(self, entries: list[dict[str, str | None]]) -> None:
+    def _roll_forward(
+        self, entries: list[dict[str, str | None]], kept: list[tuple[Path, Path | None]] | None = None
+    ) -> None:
         dirs: set[Path] = set()
         for entry in entries:
             final = self._inside(str(entry["final"]))
+            if kept is not None:
+                kept.append((final, _link_aside(final)))
             tmp = entry.get("tmp")
             if tmp:
                 tmp_path = self._inside(tmp)
@@ -394,15 +456,17 @@ class Store:
     def _recover_journal(self) -> None:
         """Finish a multi-file change that a crash interrupted (called under the lock)."""
         journal_dir = self.root / JOURNAL_DIR
+        if journal_dir.is_symlink():  # planted: nothing outside the store is a journal of ours
+            os.unlink(journal_dir)
         if not journal_dir.is_dir():
             return
         for journal in sorted(journal_dir.glob("*.json")):
             try:
-                body = json.loads(journal.read_text("utf-8"))
+                body = json.loads(read_bytes_nofollow(journal, MAX_YAML_BYTES))
                 entries = body["entries"]
                 events = body["events"]
             except (OSError, ValueError, KeyError, TypeError):
-                os.unlink(journal)  # written atomically, so unreadable means never committed
+                os.unlink(journal)  # written atomically, so unreadable (or a symlink) means never committed
                 continue
             self._roll_forward(entries)
             rel = ev.shard_relpath(self.writer_id, events[0]["at"])
@@ -418,6 +482,42 @@ class Store:
             os.unlink(journal)
         with contextlib.suppress(OSError):
             journal_dir.rmdir()
+
+
+def _link_aside(path: Path) -> Path | None:
+    """A hard link to the file at ``path`` (which is about to be replaced or removed), or None when
+    there is none. A temporary name: readers skip it, and check calls one left by a crash safe to delete."""
+    backup = path.parent / f"{TMP_PREFIX}{path.name}.{os.getpid()}.{secrets.token_hex(4)}.old"
+    try:
+        os.link(path, backup, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    return backup
+
+
+def _undo(kept: list[tuple[Path, Path | None]], journal: Path | None) -> None:
+    """Put back what a failed write replaced: old files restored, new ones removed, the journal dropped."""
+    for final, backup in reversed(kept):
+        with contextlib.suppress(OSError):
+            if backup is None:
+                os.unlink(final)
+            elif os.path.lexists(final) and os.path.samefile(backup, final):
+                os.unlink(backup)  # never replaced (rename onto the same file would do nothing)
+            else:
+                os.replace(backup, final)
+    if journal is not None:
+        with contextlib.suppress(OSError):
+            os.unlink(journal)
+    for folder in {final.parent for final, _ in kept}:
+        with contextlib.suppress(OSError):
+            fsync_dir(folder)
+
+
+def _local_dir(path: Path) -> None:
+    """One of codexmem's own git-ignored folders (.cache, .journal): a real folder, never a symlink."""
+    if path.is_symlink():  # planted: replaced, the target outside is never touched
+        os.unlink(path)
+    path.mkdir(exist_ok=True)
 
 
 def find_kind(name: str) -> Kind:

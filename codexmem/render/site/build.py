@@ -36,8 +36,6 @@ from codexmem.render.site.templating import MarkdownCache, make_env
 from codexmem.resources import data_dir
 from codexmem.store.store import Store
 
-GENERATOR_VERSION = "1"
-"""Bump when Python-side rendering changes output, so old manifests stop matching."""
 MANIFEST_FORMAT = 1
 PAGEFIND_DIR = "pagefind"
 OWNED_LIST = ".codexmem-site-files"
@@ -130,7 +128,8 @@ def build_site(
         "title": data.title,
         "assets": {name: f"{ASSETS_DIR}/{name}?v={digest[:10]}" for name, (digest, _) in assets.items()},
     }
-    generator = _hash(GENERATOR_VERSION, _tree_hash(templates), _canonical(site))
+    code = _code_hash()
+    generator = _hash(code, _tree_hash(templates, "*"), _canonical(site))
 
     outputs: list[Output] = []
     for page in plan(data):
@@ -143,7 +142,7 @@ def build_site(
 
         outputs.append(Output(page.path, _hash(generator, template, _canonical(context)), render))
     feed = feed_context(data, base)
-    outputs.append(Output(FEED_PATH, _hash(GENERATOR_VERSION, _canonical(feed)), lambda: render_feed(feed)))
+    outputs.append(Output(FEED_PATH, _hash(code, _canonical(feed)), lambda: render_feed(feed)))
     for name, (digest, raw) in assets.items():
         outputs.append(Output(f"{ASSETS_DIR}/{name}", digest, functools.partial(bytes, raw)))
     report.pages = sum(1 for o in outputs if not o.path.startswith(ASSETS_DIR + "/"))
@@ -175,12 +174,18 @@ def _assets(folder: Path) -> dict[str, tuple[str, bytes]]:
     return found
 
 
-def _tree_hash(folder: Path) -> str:
+def _tree_hash(folder: Path, pattern: str) -> str:
     parts: list[bytes | str] = []
-    for path in sorted(folder.rglob("*")):
-        if path.is_file():
+    for path in sorted(folder.rglob(pattern)):
+        if path.is_file() and "__pycache__" not in path.parts:
             parts += [path.relative_to(folder).as_posix(), path.read_bytes()]
     return _hash(*parts)
+
+
+def _code_hash() -> str:
+    """The renderer's own source: a changed filter or context changes every page's inputs."""
+    render = Path(__file__).resolve().parent.parent
+    return _hash(_tree_hash(render / "site", "*.py"), (render / "markdown.py").read_bytes())
 
 
 # ------------------------------------------------------------------ writing

@@ -307,6 +307,10 @@ def _collect_links(data: SiteData) -> None:
             links[imp["durable_memory_id"]].add(("Imports that materialized it", iid))
     for cid, info in data.channels.items():
         relations = [f for f in info["fields"] if f["type"] == "relation"]
+        for f in relations:
+            target_channel = (f.get("config") or {}).get("channel")
+            if target_channel and target_channel != cid:
+                links[target_channel].add(("Channels that relate to it", cid))
         for item_id, item in data.items[cid].items():
             for f in relations:
                 for target in item["values"].get(f["key"]) or []:

@@ -7,7 +7,6 @@ filter below marks its own output safe (only ``markdown``, whose renderer has ra
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +14,6 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from codexmem.render.markdown import is_safe_url, render_markdown
-
-_MD_SYNTAX = re.compile(r"[`*_#>\[\]()!|~]+")
 
 
 class MarkdownCache:
@@ -49,7 +46,6 @@ def make_env(templates: Path, markdown: MarkdownCache) -> Environment:
         day=lambda ts: str(ts)[:10],
         num=format_num,
         link_url=link_url,
-        excerpt=excerpt,
         compact_json=lambda v: json.dumps(v, ensure_ascii=False, sort_keys=True),
         words=lambda s: str(s).replace("_", " "),
         plural=plural,
@@ -86,9 +82,3 @@ def link_url(value: Any) -> str | None:
     if not lowered.startswith(("http://", "https://", "mailto:")):
         return None
     return value.strip() if is_safe_url(value) else None
-
-
-def excerpt(text: str, limit: int = 180) -> str:
-    """Plain text from the start of a Markdown body, for lists (no Markdown run for it)."""
-    flat = " ".join(_MD_SYNTAX.sub(" ", text).split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"

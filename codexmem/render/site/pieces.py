@@ -1,0 +1,95 @@
+"""Context pieces several pages share: links to records and projects, event rows, history, backlinks.
+
+Each returns plain data holding only what a page shows of the records it links to.
+"""
+
+from __future__ import annotations
+
+from codexmem.render.site.data import Rec, SiteData, file_slug, url_of
+
+
+def project_ref(data: SiteData, pid: str) -> Rec:
+    project = data.projects.get(pid)
+    if project is None:
+        return {"id": pid, "name": pid, "url": None}
+    return {"id": pid, "name": project["name"], "url": project["url"]}
+
+
+def note_row(note: Rec) -> Rec:
+    return {
+        "id": note["note_id"],
+        "url": url_of("note", note["note_id"]),
+        "title": note["title"],
+        "type": note["type"],
+        "status": note["status"],
+        "importance": note["importance"],
+        "tags": note["tags"],
+        "updated_at": note["updated_at"],
+    }
+
+
+def handoff_row(data: SiteData, handoff: Rec) -> Rec:
+    return {
+        "id": handoff["handoff_id"],
+        "url": url_of("handoff", handoff["handoff_id"]),
+        "task": handoff["task"],
+        "kind": handoff["kind"],
+        "status": handoff["status"],
+        "next_steps": handoff["next_steps"][:3],
+        "more_steps": max(len(handoff["next_steps"]) - 3, 0),
+        "created_at": handoff["created_at"],
+        "project": project_ref(data, handoff["scope"]["project_id"]),
+    }
+
+
+def actor(data: SiteData, name: str) -> Rec:
+    """Who made a change: a session (linked, shown by its task), ``cli:<user>`` or ``git``."""
+    if name in data.records["session"]:
+        return {"label": data.ref(name)["title"], "url": url_of("session", name), "kind": "session"}
+    kind = "cli" if name.startswith("cli:") else ("git" if name == "git" else "other")
+    return {"label": name, "url": None, "kind": kind}
+
+
+def event_row(data: SiteData, event: Rec) -> Rec:
+    """One line of an activity list: when, who, what happened to which record, and where."""
+    ref = data.ref(event["id"])
+    project = ref.get("project") or ""
+    return {
+        "id": event["event_id"],
+        "at": event["at"],
+        "actor": actor(data, event["actor"]),
+        "kind": event["kind"],
+        "type": event["type"],
+        "version": event["version"],
+        "changed": event["changed"],
+        "ref": ref,
+        "project": project,
+        "channel": event["channel"],
+        "where": (data.projects[project]["name"] if project in data.projects else "")
+        or (data.channels[event["channel"]]["name"] if event["channel"] in data.channels else ""),
+    }
+
+
+def history(data: SiteData, rid: str) -> list[Rec]:
+    return [
+        {
+            "at": e["at"],
+            "actor": actor(data, e["actor"]),
+            "type": e["type"],
+            "version": e["version"],
+            "changed": e["changed"],
+        }
+        for e in data.history.get(rid, [])
+    ]
+
+
+def backlinks(data: SiteData, rid: str) -> list[Rec]:
+    """Backlinks grouped: ``[{"group": label, "refs": [...]}]``."""
+    groups: dict[str, list[Rec]] = {}
+    for link in data.backlinks.get(rid, []):
+        groups.setdefault(link["group"], []).append({k: v for k, v in link.items() if k != "group"})
+    return [{"group": g, "refs": refs} for g, refs in groups.items()]
+
+
+def file_links(paths: list[str]) -> list[Rec]:
+    return [{"path": p, "url": f"files/{file_slug(p)}/"} for p in paths]

@@ -1,0 +1,285 @@
+"""After any sequence of writes, hand edits, deletions and git operations, the incrementally kept
+index answers what a fresh rebuild from the files answers.
+
+A Hypothesis state machine drives a real git repository with an in-repo store (``.codexmem``):
+codexmem writes, status changes and deletions through ``Store.transaction``; hand edits in place
+(same inode, version bumped), by replacement (a new file renamed over), hand deletions, files
+dropped in by hand, a broken file; commits, new branches, checkouts and merges. After every step
+the index, brought up to date by ``fresh_index(full=True)`` (the server's full scan), is compared
+with an index rebuilt from scratch in memory from the same files.
+
+What must be equal, exactly:
+
+* every record of every kind, as ``select`` returns it (the parsed record), and every indexed
+  column of its row: kind, id, channel, path, folder, version, scope and status columns, the
+  file's (inode, mtime, size) and content hash;
+* the full-text rows of every record (both text tables);
+* the broken files and their problems.
+
+Events are history, so the two cannot be equal (a rebuild knows nothing of a file deleted or a
+branch left before it ran). What must hold instead:
+
+* every event line now in a shard is in both indexes, each once; the incremental index holds no
+  shard event that never was in a shard;
+* every record present has an event announcing its current version, in both;
+* in the incremental index, a present record's latest event is not ``deleted``, and a record it
+  once held and that is gone now has ``deleted`` as its latest event (a poller ends up right).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+from store_fixtures import ACTOR, SCOPE, commit_all, git, make_repo, shard_events, start_session
+
+from codexmem.errors import CodexmemError
+from codexmem.store.index import Index
+from codexmem.store.init import init_store
+from codexmem.store.layout import KINDS, NOTE, Layout
+from codexmem.store.store import Store
+from codexmem.timeutil import now_ts
+
+TITLES = st.text(alphabet="abcdefghij", min_size=1, max_size=8)
+PICK = st.integers(min_value=0, max_value=10_000)
+
+
+def _records(index: Index) -> list[tuple[Any, ...]]:
+    return index.conn.execute(
+        "SELECT kind, id, channel, path, dir, version, system_id, project_id, workspace_id, session_id, status, type,"
+        " importance, source, created_at, updated_at, inode, mtime_ns, size, hash, data FROM records ORDER BY path"
+    ).fetchall()
+
+
+def _texts(index: Index) -> list[tuple[Any, ...]]:
+    rows: list[tuple[Any, ...]] = []
+    for table in ("fts", "fts_stem", "fts_items", "fts_items_stem"):
+        rows += index.conn.execute(
+            f"SELECT '{table}', r.path, f.title, f.body, f.extra FROM {table} f JOIN records r ON r.rowid = f.rowid"
+        ).fetchall()
+    return sorted(rows)
+
+
+def _events(index: Index) -> list[tuple[Any, ...]]:
+    return index.conn.execute("SELECT seq, event_id, kind, id, type, version, synthesized FROM events").fetchall()
+
+
+class IndexMatchesRebuild(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tmp = Path(tempfile.mkdtemp(prefix="codexmem-prop-"))
+        self.repo = make_repo(self.tmp / "repo")
+        init_store(self.repo / ".codexmem", cwd=self.repo)
+        commit_all(self.repo, "init")
+        self.store = Store(self.repo / ".codexmem")
+        self.session = start_session(self.store, scope=SCOPE)
+        self.notes: list[str] = []
+        self.branches = ["main"]
+        self.current = "main"
+        self.ever_in_shards: set[str] = set()
+        self.seen_present: set[tuple[str, str]] = set()
+        self.drops = 0
+
+    def teardown(self) -> None:
+        self.store.index.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    # ------------------------------------------------------------ helpers
+
+    def _pick(self, n: int) -> str | None:
+        return self.notes[n % len(self.notes)] if self.notes else None
+
+    def _path(self, note_id: str) -> Path:
+        return self.store.layout.path(NOTE, note_id)
+
+    def _commit(self) -> None:
+        git(self.repo, "add", "-A")
+        git(self.repo, "commit", "-q", "--allow-empty", "-m", "step")
+
+    def _write(self, change: dict[str, Any], note_id: str, *, event_type: str = "updated") -> None:
+        with contextlib.suppress(CodexmemError), self.store.transaction(ACTOR) as txn:
+            current = txn.get(NOTE, note_id)
+            if current is None:
+                return
+            data = {**current, **change, "version": current["version"] + 1, "updated_at": now_ts()}
+            txn.put(NOTE, data, event_type=event_type, changed=sorted(change))
+
+    # ------------------------------------------------------------ codexmem writes
+
+    @initialize(title=TITLES)
+    def first_note(self, title: str) -> None:
+        self.write_note(title)
+
+    @rule(title=TITLES)
+    def write_note(self, title: str) -> None:
+        from store_fixtures import write_note
+
+        self.notes.append(write_note(self.store, self.session, title=title, scope=SCOPE))
+
+    @rule(n=PICK, title=TITLES)
+    def update_note(self, n: int, title: str) -> None:
+        if (note := self._pick(n)) is not None:
+            self._write({"title": title}, note)
+
+    @rule(n=PICK)
+    def resolve_note(self, n: int) -> None:
+        if (note := self._pick(n)) is not None:
+            self._write({"status": "resolved"}, note, event_type="status_changed")
+
+    @rule(n=PICK)
+    def delete_note(self, n: int) -> None:
+        note = self._pick(n)
+        if note is None:
+            return
+        with contextlib.suppress(CodexmemError), self.store.transaction(ACTOR) as txn:
+            if txn.get(NOTE, note) is not None:
+                txn.delete(NOTE, note)
+
+    # ------------------------------------------------------------ by hand
+
+    def _bumped(self, note: str, title: str) -> bytes | None:
+        try:
+            text = self._path(note).read_text("utf-8")
+        except (FileNotFoundError, UnicodeDecodeError):
+            return None
+        if "\nversion: " not in text or "\ntitle: " not in text:
+            return None  # a broken file: nothing to bump
+        version = text.split("\nversion: ", 1)[1].split("\n", 1)[0]
+        if not version.isdigit():
+            return None
+        text = text.replace(f"\nversion: {version}\n", f"\nversion: {int(version) + 1}\n", 1)
+        old = text.split("\ntitle: ", 1)[1].split("\n", 1)[0]
+        return text.replace(f"\ntitle: {old}\n", f"\ntitle: {title}\n", 1).encode("utf-8")
+
+    @rule(n=PICK, title=TITLES)
+    def hand_edit_in_place(self, n: int, title: str) -> None:
+        note = self._pick(n)
+        data = self._bumped(note, title) if note else None
+        if note is None or data is None:
+            return
+        with open(self._path(note), "r+b") as fh:  # same inode
+            fh.write(data)
+            fh.truncate()
+
+    @rule(n=PICK, title=TITLES)
+    def hand_edit_by_replacement(self, n: int, title: str) -> None:
+        note = self._pick(n)
+        data = self._bumped(note, title) if note else None
+        if note is None or data is None:
+            return
+        tmp = self._path(note).with_name("edit.swp")
+        tmp.write_bytes(data)
+        os.replace(tmp, self._path(note))
+
+    @rule(n=PICK)
+    def hand_delete(self, n: int) -> None:
+        if (note := self._pick(n)) is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self._path(note))
+
+    @rule(n=PICK)
+    def hand_drop_copy(self, n: int) -> None:
+        """A new note file copied from another by hand (no event)."""
+        note = self._pick(n)
+        if note is None or not self._path(note).exists():
+            return
+        self.drops += 1
+        new = note[:-6] + f"{self.drops:06d}".translate(str.maketrans("0123456789", "ABCDEFGHJK"))
+        text = self._path(note).read_text("utf-8", errors="replace").replace(note, new)
+        self._path(new).write_text(text, "utf-8")
+        self.notes.append(new)
+
+    @rule(n=PICK)
+    def hand_break(self, n: int) -> None:
+        if (note := self._pick(n)) is not None and self._path(note).exists():
+            self._path(note).write_text("---\nthis: [is not\n---\nbroken\n", "utf-8")
+
+    # ------------------------------------------------------------ git
+
+    @rule()
+    def commit(self) -> None:
+        self._commit()
+
+    @rule()
+    def new_branch(self) -> None:
+        self._commit()
+        name = f"b{len(self.branches)}"
+        git(self.repo, "checkout", "-q", "-b", name)
+        self.branches.append(name)
+        self.current = name
+
+    @rule(n=PICK)
+    def checkout(self, n: int) -> None:
+        target = self.branches[n % len(self.branches)]
+        if target == self.current:
+            return
+        self._commit()
+        git(self.repo, "checkout", "-q", target)
+        self.current = target
+
+    @rule(n=PICK)
+    def merge(self, n: int) -> None:
+        other = self.branches[n % len(self.branches)]
+        if other == self.current:
+            return
+        self._commit()
+        if git(self.repo, "merge", "-q", "--no-edit", other, check=False).returncode != 0:
+            git(self.repo, "merge", "--abort", check=False)
+
+    # ------------------------------------------------------------ the invariant
+
+    @invariant()
+    def answers_like_a_rebuild(self) -> None:
+        kept = self.store.fresh_index(full=True)
+        rebuilt = Index(Layout(self.store.root), in_memory=True)
+        rebuilt.refresh(full=True)
+        try:
+            by_id = [("id", False)]
+            for kind in KINDS.values():
+                assert kept.select(kind, order=by_id) == rebuilt.select(kind, order=by_id), kind.name
+            assert _records(kept) == _records(rebuilt)
+            assert _texts(kept) == _texts(rebuilt)
+            assert [(b.path, b.problem) for b in kept.bad_files()] == [(b.path, b.problem) for b in rebuilt.bad_files()]
+            self._events_hold(kept, rebuilt)
+        finally:
+            rebuilt.close()
+
+    def _events_hold(self, kept: Index, rebuilt: Index) -> None:
+        in_shards = {e["event_id"] for e in shard_events(self.store.root)}
+        self.ever_in_shards |= in_shards
+        kept_events = _events(kept)
+        logged = {e[1] for e in kept_events if not e[6]}
+        assert {e[1] for e in _events(rebuilt) if not e[6]} == in_shards
+        assert in_shards <= logged <= self.ever_in_shards
+        present = {(r[0], r[1], r[5]) for r in _records(kept)}
+        for index in (kept, rebuilt):
+            announced = {(e[2], e[3], e[5]) for e in _events(index) if e[4] != "deleted"}
+            assert present <= announced, present - announced
+        latest: dict[tuple[str, str], str] = {}
+        for _seq, _eid, kind, rid, etype, _v, _s in sorted(kept_events):
+            latest[(kind, rid)] = etype
+        now = {(kind, rid) for kind, rid, _v in present}
+        for key in now:
+            assert latest.get(key) != "deleted", f"{key} is present but its latest event says deleted"
+        # A record whose file turned unreadable is not deleted (``check`` reports the file; it
+        # comes back with its next readable version), so only records whose file is gone count.
+        broken = {("note", Path(b.path).stem) for b in kept.bad_files()}
+        for key in self.seen_present - now - broken:
+            assert latest.get(key) == "deleted", f"{key} is gone but its latest event is {latest.get(key)}"
+        self.seen_present |= now
+
+
+IndexMatchesRebuild.TestCase.settings = settings(
+    max_examples=60,
+    stateful_step_count=20,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+TestIndexMatchesRebuild = IndexMatchesRebuild.TestCase
