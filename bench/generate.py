@@ -181,7 +181,8 @@ COMPONENTS = ("the checkout controller", "the payment client", "the retry middle
 METRICS = ("latency", "error-rate", "saturation", "queue-depth", "cache-hit", "cpu", "memory", "throughput",
            "connection-pool", "gc-pause")  # fmt: skip
 FIELDS = ("order_id", "customer_id", "payment_method", "currency", "idempotency_key", "shipping_address",
-          "tax_code", "invoice_number", "sku", "discount_code", "tenant_id", "created_at", "status", "total_cents")  # fmt: skip
+          "tax_code", "invoice_number", "sku", "discount_code", "tenant_id", "created_at", "status",
+          "total_cents")  # fmt: skip
 DATASTORES = ("Postgres", "Redis", "Elasticsearch", "DynamoDB", "SQLite", "ClickHouse")
 QUEUES = ("orders.events", "payments.events", "billing.jobs", "notifications", "audit.log", "inventory.updates")
 EVENTS = ("OrderPlaced", "PaymentCaptured", "RefundIssued", "InvoiceSent", "StockReserved", "CustomerMerged")
@@ -449,8 +450,8 @@ def _memory_plan(rng: random.Random, notes: int, workspaces: list[Workspace]) ->
             if status != "open":
                 closed = hat + timedelta(days=rng.randint(1, 20), milliseconds=rng.randint(0, 999))
                 if closed < END:
-                    later.append(Put(closed, rng.choice(PEOPLE), "handoff", {**handoff, "version": 2,
-                                     "status": status, "updated_at": _ts(closed)}, "status_changed", ("status",)))  # fmt: skip
+                    closed_data = {**handoff, "version": 2, "status": status, "updated_at": _ts(closed)}
+                    later.append(Put(closed, rng.choice(PEOPLE), "handoff", closed_data, "status_changed", ("status",)))
     first.sort(key=lambda p: p.at)
     later.sort(key=lambda p: p.at)
     return first, later

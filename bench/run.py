@@ -4,7 +4,8 @@
 
 For each size (stores from :mod:`bench.generate`, cached under ``bench/.stores/``) it copies the
 store, spawns ``codexmem serve`` as Codex does (stdio, the SDK's client, legacy handshake) and
-measures, round-robin so every tool sees the same machine state:
+measures, round-robin so every tool sees the same machine state, three times (``--repeat``; the
+machine is shared, so each percentile reported is the median of the runs' percentiles):
 
 * p50/p95 of bootstrap, search, get_recent, save_note, save_handoff, list_record_items,
   read_record_item, edit_record_item and poll_resource_events, with varied realistic arguments;
@@ -165,6 +166,33 @@ class SizeResult:
     rss_after_open: int = 0
     copy_s: float = 0.0
     errors: list[str] = field(default_factory=list)
+    per_run: list[dict[str, list[float]]] = field(default_factory=list)
+
+    def p50(self, tool: str) -> float:
+        """Median over the runs of each run's median (a run: a fresh copy of the store and server)."""
+        runs = [r[tool] for r in self.per_run or [self.times] if r.get(tool)]
+        return statistics.median(statistics.median(r) for r in runs) if runs else float("nan")
+
+    def p95(self, tool: str) -> float:
+        runs = [r[tool] for r in self.per_run or [self.times] if r.get(tool)]
+        return statistics.median(pct(r, 0.95) for r in runs) if runs else float("nan")
+
+
+def merge_runs(runs: list[SizeResult]) -> SizeResult:
+    """One result per size from repeated runs: per-run percentiles, pooled samples, worst memory."""
+    out = SizeResult(notes=runs[0].notes, items=runs[0].items)
+    out.per_run = [r.times for r in runs]
+    for r in runs:
+        for tool, values in r.times.items():
+            out.times.setdefault(tool, []).extend(values)
+        out.after_idle_ms += r.after_idle_ms
+        out.errors += r.errors
+    out.first_call_ms = statistics.median(r.first_call_ms for r in runs)
+    out.rss_peak = max(r.rss_peak for r in runs)
+    hwms = [r.rss_hwm for r in runs if r.rss_hwm is not None]
+    out.rss_hwm = max(hwms) if hwms else None
+    out.rss_after_open = max(r.rss_after_open for r in runs)
+    return out
 
 
 class Caller:
@@ -350,6 +378,7 @@ def inprocess_edit_p50(notes: int, edits: int, seed: int) -> float:
     rng = random.Random(99)
     ids = [d["item_id"] for d in index.select(ITEM, where={"channel": "bugs"}, order=[("id", True)], limit=2000)]
     now = datetime.now(UTC)
+    run_id = os.urandom(4).hex()  # the working copy outlives one call: keys must not repeat
     times = []
     for n in range(edits):
         item_id = rng.choice(ids)
@@ -359,7 +388,7 @@ def inprocess_edit_p50(notes: int, edits: int, seed: int) -> float:
         started = time.perf_counter()
         service.edit_item(
             store, "bugs", item_id, values, expected_version=current["version"],
-            idempotency_key=f"inproc-{n}", actor="mcp", now=now,
+            idempotency_key=f"inproc-{run_id}-{n}", actor="mcp", now=now,
         )  # fmt: skip
         times.append((time.perf_counter() - started) * 1000)
     store.index.close()
@@ -535,7 +564,9 @@ def report(ctx: dict[str, Any]) -> str:
         f"- command: `{ctx['command']}` ({ctx['duration_s'] / 60:.1f} min)",
         f"- machine: {ctx['machine']}; load average before/after: {ctx['load_before']} / {ctx['load_after']}",
         f"- Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}, mcp {ctx['mcp_version']}",
-        f"- {ctx['calls']} measured calls per tool and size, round-robin over the tools, after 5 warm-up rounds",
+        f"- {ctx['calls']} measured calls per tool and size in each of {ctx['repeat']} runs (each a fresh copy of the"
+        " store and a fresh server), round-robin over the tools, after 5 warm-up rounds; p50/p95: the median over"
+        " the runs of each run's percentile",
         "",
         "## Tools through stdio (ms)",
         "",
@@ -547,8 +578,8 @@ def report(ctx: dict[str, Any]) -> str:
         "|---|" + "---:|" * (2 * len(sizes)),
     ]
     for tool in TOOLS:
-        p50 = [fmt_ms(statistics.median(s.times.get(tool, [float("nan")]))) for s in sizes]
-        p95 = [fmt_ms(pct(s.times.get(tool, []), 0.95)) for s in sizes]
+        p50 = [fmt_ms(s.p50(tool)) for s in sizes]
+        p95 = [fmt_ms(s.p95(tool)) for s in sizes]
         lines.append(f"| {SHORT[tool]} | " + " | ".join(p50) + " | " + " | ".join(p95) + " |")
     lines += [
         "",
@@ -583,7 +614,7 @@ def report(ctx: dict[str, Any]) -> str:
         lines.append(f"| in process (records service, {notes:,} notes store) | {ms:.2f} | {ms / base:.0f} |")
     for s in sizes:
         if "edit_record_item" in s.times:
-            ms = statistics.median(s.times["edit_record_item"])
+            ms = s.p50("edit_record_item")
             lines.append(f"| through stdio ({s.notes:,} notes store) | {ms:.2f} | {ms / base:.0f} |")
     lines.append(f"| bare server `ping` round trip over stdio (same SDK) | {ctx['bare_rtt_ms']:.2f} | - |")
     cs = ctx["cold"]
@@ -626,12 +657,12 @@ def targets(ctx: dict[str, Any]) -> list[tuple[str, str, bool]]:
     by = {s.notes: s for s in ctx["sizes"]}
 
     def p50(s: SizeResult, tool: str) -> float:
-        return statistics.median(s.times.get(tool, [float("inf")]))
+        return s.p50(tool)
 
     ten = by.get(10_000)
     if ten is not None:
         for tool, limit50, limit95 in (("memory_bootstrap_session", 15, 40), ("memory_search", 15, 40)):
-            a, b = p50(ten, tool), pct(ten.times.get(tool, []), 0.95)
+            a, b = p50(ten, tool), ten.p95(tool)
             out.append((f"{SHORT[tool]} @10k: p50 < {limit50} ms, p95 < {limit95} ms", f"{a:.1f} / {b:.1f} ms",
                         a < limit50 and b < limit95))  # fmt: skip
         for tool, limit in (("memory_get_recent", 10), ("memory_save_note", 5), ("edit_record_item", 3.5),
@@ -665,7 +696,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default=None, help="note counts (default 1000,10000,50000; quick: 1000)")
     parser.add_argument("--calls", type=int, default=None, help="measured calls per tool and size (default 200)")
     parser.add_argument("--cold-runs", type=int, default=None, help="spawns of each server (default 15)")
-    parser.add_argument("--idle-samples", type=int, default=None, help="calls after an idle interval (default 3)")
+    parser.add_argument("--idle-samples", type=int, default=None, help="calls after an idle interval, per run (2)")
+    parser.add_argument("--repeat", type=int, default=None, help="runs per size (default 3; quick: 1)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--quick", action="store_true", help="a smoke run: 1,000 notes, few calls")
     parser.add_argument("--no-write", action="store_true", help="print only, write no results file")
@@ -675,7 +707,8 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(s) for s in (args.sizes or ("1000" if quick else "1000,10000,50000")).split(",") if s.strip()]
     calls = args.calls or (20 if quick else 200)
     cold_runs = args.cold_runs or (3 if quick else 15)
-    idle = args.idle_samples if args.idle_samples is not None else (1 if quick else 3)
+    idle = args.idle_samples if args.idle_samples is not None else (1 if quick else 2)
+    repeat = args.repeat or (1 if quick else 3)
     started = time.perf_counter()
     load_before = load()
     for size in sizes:
@@ -687,6 +720,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": f"{os.cpu_count()} cores, {platform.machine()}, {psutil.virtual_memory().total / 1e9:.0f} GB",
         "load_before": load_before,
         "calls": calls,
+        "repeat": repeat,
         "sizes": [],
         "inprocess": {},
         "cli": {},
@@ -696,11 +730,11 @@ def main(argv: list[str] | None = None) -> int:
     ctx["mcp_version"] = importlib.metadata.version("mcp")
     for size in sizes:
         print(f"== {size} notes: tools through stdio", file=sys.stderr)
-        result = asyncio.run(bench_size(size, calls, idle, args.seed))
-        ctx["sizes"].append(result)
+        ctx["sizes"].append(merge_runs([asyncio.run(bench_size(size, calls, idle, args.seed)) for _ in range(repeat)]))
         if size in (1000, 10_000) and not args.tools_only:
             print(f"== {size} notes: in-process edit, check, reindex, site", file=sys.stderr)
-            ctx["inprocess"][size] = inprocess_edit_p50(size, 60 if quick else 300, args.seed)
+            edits = [inprocess_edit_p50(size, 60 if quick else 300, args.seed) for _ in range(repeat)]
+            ctx["inprocess"][size] = statistics.median(edits)
             ctx["cli"][size] = cli_times(size)
     print("== baseline, cold start", file=sys.stderr)
     ctx["baseline_ms"] = baseline_edit_p50(1000, 300 if quick else 3000)

@@ -444,7 +444,8 @@ def test_valid_looking_calls_on_a_seeded_store_succeed_or_refuse_cleanly(harness
     started, before, ok_before = time.perf_counter(), harness.calls, harness.ok
     successes: dict[str, int] = {}
 
-    @settings(FUZZ_SETTINGS, max_examples=SEEDED_EXAMPLES)
+    # Derandomized: the same calls every run, so "every write tool succeeded once" cannot flake.
+    @settings(FUZZ_SETTINGS, max_examples=SEEDED_EXAMPLES, derandomize=True)
     @given(data=st.data())
     def run(data: st.DataObject) -> None:
         name, args = data.draw(seeded_call(harness))

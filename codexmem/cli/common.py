@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from codexmem.store.locate import locate_store
-from codexmem.store.store import Store
+
+if TYPE_CHECKING:  # the store module pulls in filelock, YAML and SQLite: not before `serve` lists its tools
+    from codexmem.store.store import Store
 
 
 def store_path(args: argparse.Namespace) -> Path:
@@ -14,4 +17,6 @@ def store_path(args: argparse.Namespace) -> Path:
 
 
 def open_store(args: argparse.Namespace) -> Store:
+    from codexmem.store.store import Store
+
     return Store(store_path(args))

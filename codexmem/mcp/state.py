@@ -11,6 +11,7 @@ due (tests, and an index kept in memory).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -135,7 +136,7 @@ class ServerState:
         if store.read_only:
             index.refresh(plan=plan)
             return
-        with store._locked():  # the store's own lock: no write is half-applied meanwhile
+        with store.locked():  # the store's own lock: no write is half-applied meanwhile
             index.refresh(plan=plan)
 
     def _start_thread(self) -> None:
@@ -160,6 +161,8 @@ class ServerState:
 
 def _scan_loop(ref: weakref.ReferenceType[ServerState], wake: threading.Event, stop: threading.Event) -> None:
     """The background full scan. Holds the state only weakly: a state nobody uses ends its thread."""
+    with contextlib.suppress(AttributeError, OSError):  # Linux: a thread is a task; yield the CPU to calls
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
     while not stop.is_set():
         state = ref()
         if state is None:

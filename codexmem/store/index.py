@@ -53,6 +53,7 @@ from codexmem.store.layout import (
     KINDS,
     MEMORY_KINDS,
     NOTE,
+    SCHEMA_FILE,
     Kind,
     Layout,
     identify_relpath,
@@ -63,7 +64,7 @@ from codexmem.store.screen import credential_fields
 from codexmem.store.yamlio import MAX_YAML_BYTES
 from codexmem.timeutil import now_ts
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 11
 SEQ_FACTOR = 10_000_000_000  # public sequence = epoch * SEQ_FACTOR + local sequence
 
 _SCHEMA = """
@@ -101,7 +102,12 @@ CREATE INDEX records_search ON records(rowid, kind, project_id, workspace_id, st
 -- payment; porter would stem the prefix itself to "pai") and a porter one for stems (validate
 -- finds validation). A search matches either. Items have their own pair, so a memory search
 -- never reads the postings of a bug tracker's long descriptions (and the reverse).
-CREATE VIRTUAL TABLE fts USING fts5(title, body, extra, tokenize='unicode61 remove_diacritics 2');
+-- The prefix table keeps prefix indexes for words of 2 to 12 characters: "payment"* then reads
+-- one list instead of merging the lists of every word that starts so (payments, paymentcaptured,
+-- ...), 3-4x faster on a word common in a large store, for ~0.1 ms more per note written.
+CREATE VIRTUAL TABLE fts USING fts5(
+  title, body, extra, tokenize='unicode61 remove_diacritics 2', prefix='2 3 4 5 6 7 8 9 10 11 12'
+);
 CREATE VIRTUAL TABLE fts_stem USING fts5(title, body, extra, tokenize='porter unicode61 remove_diacritics 2');
 CREATE VIRTUAL TABLE fts_items USING fts5(title, body, extra, tokenize='unicode61 remove_diacritics 2');
 CREATE VIRTUAL TABLE fts_items_stem USING fts5(title, body, extra, tokenize='porter unicode61 remove_diacritics 2');
@@ -172,8 +178,8 @@ the workspace by ``records_ws_time`` instead of the few of one session by ``reco
 PAGE_CACHE_KIB = 16_000
 """SQLite's page cache per connection (default 2 MB): enough to keep the hot index pages and the
 full-text postings of common words in memory; bounded, so memory stays flat as the store grows."""
-SEARCH_CANDIDATES = 400
-"""Full-text matches ranked per text table: the newest this many that pass the filters (eight
+SEARCH_CANDIDATES = 200
+"""Full-text matches ranked per text table: the newest this many that pass the filters (four
 times the 50 candidates memory search asks for). A word common to most of a large store would
 otherwise cost bm25 and a filter check on every match, linearly in the store; rarer words (most
 queries) have fewer matches and are ranked exactly."""
@@ -194,6 +200,16 @@ _MASK64 = (1 << 64) - 1
 SCAN_BUCKETS = 64
 """Running hashes per folder in a scan (see Index._changed_paths): the memory a scan needs is
 about 1/SCAN_BUCKETS of a folder's files per differing bucket, eight buckets at a time."""
+
+
+def _record_relpath(kind: Kind, rid: str, channel: str | None) -> str:
+    """A record's path in the store, as text: the store checked the ids (and the folders for
+    symlinks) when it wrote the file, so the index does not resolve them again."""
+    if kind is CHANNEL:
+        return f"{CHANNELS_DIR}/{rid}/{SCHEMA_FILE}"
+    if kind is ITEM:
+        return f"{CHANNELS_DIR}/{channel}/{ITEMS_DIR}/{rid}{kind.suffix}"
+    return f"{kind.folder}/{rid}{kind.suffix}"
 
 
 def _file_key(rel: str, st: os.stat_result) -> tuple[str, int, int, int]:
@@ -290,8 +306,11 @@ def fts_texts(kind: Kind, data: dict[str, Any]) -> tuple[str, str, str] | None:
         extra = " ".join(data.get("next_steps", []) + data.get("completed", []) + data.get("open_questions", []))
         return data["task"], data["summary"], extra
     if kind is ITEM:
+        # Free text only (the title and values of several words): not option values, dates,
+        # e-mails or identifiers, so the usual edit (status, owner, points, due) leaves the
+        # postings alone instead of rewriting a long description's in both text tables.
         values = data.get("values", {})
-        texts = [v for v in values.values() if isinstance(v, str)]
+        texts = [v for v in values.values() if isinstance(v, str) and " " in v.strip()]
         title = str(values.get("title", ""))
         return title, " ".join(texts), ""
     return None
@@ -678,12 +697,15 @@ class Index:
         (re)loaded. Loaded in name order: ids sort by creation time, so after a rebuild rowids
         follow creation (search ranks the newest candidates first)."""
         touched: list[str] = []
+        linked: dict[str, bool] = {}
         for rel in sorted(set(paths)):
             row = conn.execute("SELECT inode, mtime_ns, size FROM records WHERE path=?", (rel,)).fetchone()
             bad = conn.execute("SELECT inode, mtime_ns, size FROM bad_files WHERE path=?", (rel,)).fetchone()
             folder = rel.rsplit("/", 1)[0]
+            if folder not in linked:
+                linked[folder] = symlink_below(self.layout.root, self.layout.root / folder) is not None
             try:
-                if symlink_below(self.layout.root, self.layout.root / folder) is not None:
+                if linked[folder]:
                     raise FileNotFoundError(rel)  # under a symlink: not part of the store
                 st = os.lstat(self.layout.root / rel)
             except (FileNotFoundError, NotADirectoryError):
@@ -934,7 +956,9 @@ class Index:
         raw: bytes,
     ) -> None:
         """Reflect one written (or, with ``data`` None, deleted) record, inside a write transaction."""
-        rel = (self.layout.path(kind, rid, channel)).relative_to(self.layout.root).as_posix()
+        rel = _record_relpath(kind, rid, channel)
+        if identify_relpath(rel) != (kind, rid, channel):  # never for a record the store just wrote
+            rel = (self.layout.path(kind, rid, channel)).relative_to(self.layout.root).as_posix()
         if data is None:
             self._remove_path(conn, rel, ScanReport(), quiet=True)
             self._remember_dirs(conn, [rel.rsplit("/", 1)[0]])

@@ -30,7 +30,7 @@ from codexmem.store import events as ev
 from codexmem.store.atomic import TMP_PREFIX, append_line, atomic_write, fsync_dir, read_bytes_nofollow, write_temp
 from codexmem.store.ids import new_id
 from codexmem.store.index import Index, validate_record
-from codexmem.store.layout import CHANNEL, KINDS, Kind, Layout, parse, refuse_symlinks, serialize
+from codexmem.store.layout import CHANNEL, Kind, Layout, parse, refuse_symlinks, serialize
 from codexmem.store.screen import screen
 from codexmem.store.yamlio import MAX_YAML_BYTES, YamlError, load_yaml
 from codexmem.timeutil import now_ts
@@ -102,15 +102,22 @@ class Transaction:
         self.at = at or now_ts()
         self._staged: list[_Staged] = []
         self._answers: list[tuple[str, dict[str, Any]]] = []
+        self._read: dict[tuple[str, str, str | None], dict[str, Any] | None] = {}
         self.redacted: list[str] = []
         """Field paths whose credentials were redacted (store config ``privacy.secrets: redact``)."""
 
     def get(self, kind: Kind, rid: str, channel: str | None = None) -> dict[str, Any] | None:
-        """The current record from its file (the truth), validated; None when it does not exist."""
+        """The current record from its file (the truth), validated; None when it does not exist.
+
+        Read once per transaction: the lock is held, so the file cannot change underneath.
+        """
         for staged in reversed(self._staged):
             if staged.kind is kind and staged.rid == rid and staged.channel == channel:
                 return staged.data
-        return self.store.read_file(kind, rid, channel)
+        key = (kind.name, rid, channel)
+        if key not in self._read:
+            self._read[key] = self.store.read_file(kind, rid, channel)
+        return self._read[key]
 
     def put(
         self,
@@ -277,7 +284,7 @@ class Store:
         if self.read_only:
             index.refresh(full=full)
             return
-        with self._locked():
+        with self.locked():
             index.refresh(full=full)
 
     def _cache_writable(self) -> bool:
@@ -306,7 +313,8 @@ class Store:
         return self._writer_id
 
     @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
+    def locked(self) -> Iterator[None]:
+        """The store's writer lock (threads of this process, then other processes)."""
         with self._thread_lock:
             if self._file_lock is None:
                 self._file_lock = FileLock(str(self.layout.lock), thread_local=False)
@@ -335,7 +343,7 @@ class Store:
         if self.read_only:
             raise CodexmemError("ERR_STORAGE_UNAVAILABLE", f"the store at {self.root} is read-only")
         index = self.index
-        with self._locked():
+        with self.locked():
             self._recover_journal()
             try:
                 if index.quick_changed():
@@ -518,7 +526,3 @@ def _local_dir(path: Path) -> None:
     if path.is_symlink():  # planted: replaced, the target outside is never touched
         os.unlink(path)
     path.mkdir(exist_ok=True)
-
-
-def find_kind(name: str) -> Kind:
-    return KINDS[name]
