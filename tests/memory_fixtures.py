@@ -75,6 +75,9 @@ def answer_bytes(envelope: dict[str, Any]) -> int:
     return len(compact(envelope).encode("utf-8"))
 
 
+WEB_REMOTE = "git@github.com:example/order-web.git"
+
+
 def session_in(store: Store, cwd: Path, *, now: datetime = NOW, task: str = "") -> tuple[dict[str, Any], str]:
     """Resolve ``cwd`` and start a session there by the services; returns (scope dict, session id)."""
     warnings = Warnings()

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from mcp import Client
-from memory_fixtures import call, make_repo, mcp_client, shared_store
+from memory_fixtures import call, mcp_client
 
 from codexmem.render.agents import BEGIN_MARKER, END_MARKER
 from codexmem.store.init import init_store
@@ -19,26 +19,11 @@ HAND_WRITTEN = "# Team rules\n\nAlways run `make lint` before pushing.\n"
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "home"
     path.mkdir()
     monkeypatch.setenv("HOME", str(path))
     return path
-
-
-@pytest.fixture
-def store_path(tmp_path: Path) -> Path:
-    return shared_store(tmp_path / "store")
-
-
-@pytest.fixture
-def web(tmp_path: Path) -> Path:
-    return make_repo(tmp_path / "work" / "order-web", remote=REMOTE)
 
 
 async def install(client: Client, **args: Any) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from mcp import Client, StdioServerParameters
-from memory_fixtures import NOW, answer_bytes, call, make_repo, mcp_client, session_in, shared_store
+from memory_fixtures import NOW, answer_bytes, call, make_repo, mcp_client, session_in
 
 from codexmem.errors import Warnings
 from codexmem.mcp.envelope import MAX_ANSWER_BYTES
@@ -32,21 +32,6 @@ DESTRUCTIVE = {"memory_set_status", "memory_install_agents"}
 READ_ONLY = {"memory_resolve_scope", "memory_search", "memory_get_recent", "memory_get_note"}
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-def store_path(tmp_path: Path) -> Path:
-    return shared_store(tmp_path / "store")
-
-
-@pytest.fixture
-def web(tmp_path: Path) -> Path:
-    return make_repo(tmp_path / "work" / "order-web", remote=REMOTE)
 
 
 async def bootstrap(client: Client, cwd: Path, **args: Any) -> dict[str, Any]:

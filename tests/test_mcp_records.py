@@ -38,11 +38,6 @@ def load_item_values(path: Path, item: str) -> Any:
     return load_yaml((path / "channels/notes/items" / f"{item}.yaml").read_bytes())["values"]
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 pytestmark = pytest.mark.anyio
 
 SEED_REJECTION = {"status": "In progress", "owner": "Aiko", "points": 20, "due": "Friday", "age_days": 3}

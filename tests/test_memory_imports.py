@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from mcp import Client
-from memory_fixtures import answer_bytes, call, make_repo, mcp_client, shared_store
+from memory_fixtures import answer_bytes, call, make_repo, mcp_client
 from store_fixtures import shard_events
 
 from codexmem.mcp.envelope import MAX_ANSWER_BYTES
@@ -16,21 +16,6 @@ pytestmark = pytest.mark.anyio
 
 REMOTE = "git@github.com:example/order-web.git"
 SEED_IMPORT = {"import_id", "scope", "session_id", "source", "external_id", "payload_hash", "suppressed", "imported_at"}
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-def store_path(tmp_path: Path) -> Path:
-    return shared_store(tmp_path / "store")
-
-
-@pytest.fixture
-def web(tmp_path: Path) -> Path:
-    return make_repo(tmp_path / "work" / "order-web", remote=REMOTE)
 
 
 async def session(client: Client, cwd: Path) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import secrets_corpus as corpus
 from mcp import Client
-from memory_fixtures import call, make_repo, mcp_client, shared_store
+from memory_fixtures import call, mcp_client
 
 from codexmem.errors import CodexmemError
 from codexmem.memory.text import normalize_paths
@@ -25,21 +25,6 @@ pytestmark = pytest.mark.anyio
 REMOTE = "git@github.com:example/order-web.git"
 PRIVATE_INTENTS = ["private", "do_not_store", "ephemeral_only", " Do-Not-Store "]
 PRIVATE_TAGS = ["private", "do_not_store", "do-not-store", "ephemeral_only"]
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-def store_path(tmp_path: Path) -> Path:
-    return shared_store(tmp_path / "store")
-
-
-@pytest.fixture
-def web(tmp_path: Path) -> Path:
-    return make_repo(tmp_path / "work" / "order-web", remote=REMOTE)
 
 
 async def session(client: Client, cwd: Path) -> dict[str, Any]:

@@ -26,11 +26,6 @@ SIBLING = "../order-api/.codexmem"
 RELATED = ("WARN_RELATED_PROJECTS_SKIPPED", "WARN_RELATED_PROJECTS_EMPTY")
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def codexmem_init(repo: Path) -> Path:
     """``codexmem init`` in the repository, as a person would run it."""
     env = {k: v for k, v in os.environ.items() if k != "CODEXMEM_STORE"}

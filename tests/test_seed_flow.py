@@ -590,11 +590,6 @@ SEED_FLOW: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
 ]
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def assert_shape(seed: Any, actual: Any, where: str) -> None:
     """Every key of ``seed`` is in ``actual`` with the same JSON type; list items follow the seed's first item."""
     if isinstance(seed, dict):

@@ -22,11 +22,6 @@ from codexmem.mcp.state import ServerState
 GOLDEN = Path(__file__).parent / "golden" / "tools_list.json"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def listing(tmp_path: Path) -> list[dict[str, object]]:
     async with Client(build_server(ServerState(tmp_path / "no-store")), mode="legacy") as client:
         result = await client.list_tools()
