@@ -85,9 +85,11 @@ This folder is a complete codexmem store, built by `scripts/build_example_store.
 document's order-platform example: three projects (order-web calls the API of order-api,
 order-worker depends on order-api) and a month of their Codex sessions, with the notes, handoffs
 and import audits those sessions wrote, and every later status change kept as a new version with its
-event in `events/`. It is the sample that the tests, the documentation and the static site use.
+event in `events/`. `channels/bugs/` is a bug tracker of 200 items with the second seed document's
+eleven fields, built by `scripts/build_example_channel.py`. It is the sample that the tests, the
+documentation and the static site use.
 Browse it as plain files (`codexmem.yaml` declares the system; `notes/` and `handoffs/` are Markdown
-with YAML front matter; `sessions/` and `imports/` are YAML; `events/*/*.jsonl` is the history, one
+with YAML front matter; `sessions/`, `imports/` and `channels/` are YAML; `events/*/*.jsonl` is the history, one
 JSON line per change), check it with `codexmem check --store store-example`, or render it as a static
 site with `codexmem site --store store-example` (written to `_site/` beside it; add `--serve` to browse
 it locally). The format of every file is described in `docs/store-format.md`.
