@@ -71,6 +71,12 @@ async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
     return envelope
 
 
+async def session(client: Client, cwd: Path) -> dict[str, Any]:
+    """Bootstrap in ``cwd``; the scope and session id every write needs."""
+    data: dict[str, Any] = (await call(client, "memory_bootstrap_session", cwd=str(cwd)))["data"]
+    return {"scope": data["scope"], "session_id": data["session"]["session_id"]}
+
+
 def answer_bytes(envelope: dict[str, Any]) -> int:
     return len(compact(envelope).encode("utf-8"))
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from mcp import Client
-from memory_fixtures import answer_bytes, call, make_repo, mcp_client
+from memory_fixtures import answer_bytes, call, make_repo, mcp_client, session
 from store_fixtures import shard_events
 
 from codexmem.mcp.envelope import MAX_ANSWER_BYTES
@@ -16,12 +16,6 @@ pytestmark = pytest.mark.anyio
 
 REMOTE = "git@github.com:example/order-web.git"
 SEED_IMPORT = {"import_id", "scope", "session_id", "source", "external_id", "payload_hash", "suppressed", "imported_at"}
-
-
-async def session(client: Client, cwd: Path) -> dict[str, Any]:
-    """Bootstrap in ``cwd``; the scope and session id every write needs."""
-    data: dict[str, Any] = (await call(client, "memory_bootstrap_session", cwd=str(cwd)))["data"]
-    return {"scope": data["scope"], "session_id": data["session"]["session_id"]}
 
 
 async def save_import(client: Client, where: dict[str, Any], **fields: Any) -> dict[str, Any]:

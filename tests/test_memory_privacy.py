@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 import secrets_corpus as corpus
-from mcp import Client
-from memory_fixtures import call, mcp_client
+from memory_fixtures import call, mcp_client, session
 
 from codexmem.errors import CodexmemError
 from codexmem.memory.text import normalize_paths
@@ -25,11 +24,6 @@ pytestmark = pytest.mark.anyio
 REMOTE = "git@github.com:example/order-web.git"
 PRIVATE_INTENTS = ["private", "do_not_store", "ephemeral_only", " Do-Not-Store "]
 PRIVATE_TAGS = ["private", "do_not_store", "do-not-store", "ephemeral_only"]
-
-
-async def session(client: Client, cwd: Path) -> dict[str, Any]:
-    data: dict[str, Any] = (await call(client, "memory_bootstrap_session", cwd=str(cwd)))["data"]
-    return {"scope": data["scope"], "session_id": data["session"]["session_id"]}
 
 
 NOTE = {"type": "decision", "title": "Payment enum", "content": "Read generated enums.", "importance": 4}
