@@ -179,7 +179,7 @@ def _edit_item(state: ServerState, args: EditItemInput, warnings: Warnings) -> d
 
     try:
         result = service.edit_item(
-            state.store(),
+            state.store(fresh=False),  # edit_item works inside one transaction, which refreshes the index
             args.record_channel_id,
             args.item_id,
             args.values,

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import mcp_types as types
 from mcp.server.lowlevel import Server
@@ -133,15 +134,35 @@ def serve_stdio(store_path: Path) -> None:
     import anyio
     from mcp.server.stdio import stdio_server
 
+    from codexmem.mcp.pipes import PipesUnavailable, claimed_stdio
+
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="codexmem: %(message)s")
     state = ServerState(store_path)
     server = build_server(state)
 
+    async def run(read: Any, write: Any) -> None:
+        await server.run(_AnswerEveryCall(read), write, server.create_initialization_options())
+
     async def main() -> None:
-        async with stdio_server() as (read, write):
-            await server.run(_AnswerEveryCall(read), write, server.create_initialization_options())
+        if os.environ.get(STDIO_ENV) == "sdk":
+            async with stdio_server() as streams:
+                await run(*streams)
+            return
+        try:
+            async with claimed_stdio() as (stdin, stdout), stdio_server(cast(Any, stdin), cast(Any, stdout)) as streams:
+                await run(*streams)
+            return
+        except PipesUnavailable as exc:  # not pipes (a file, a terminal): the SDK's threaded streams
+            log.info("serving stdio through the SDK's streams: %s", exc)
+        async with stdio_server() as streams:
+            await run(*streams)
 
     anyio.run(main)
+
+
+STDIO_ENV = "CODEXMEM_STDIO"
+"""``CODEXMEM_STDIO=sdk`` serves through the SDK's own (threaded) stdio streams instead of
+:mod:`codexmem.mcp.pipes`: a comparison for ``bench/stdio_rtt.py``, and a way out should pipes misbehave."""
 
 
 # ------------------------------------------------------------------ every tools/call gets an envelope

@@ -68,8 +68,12 @@ class ServerState:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def store(self) -> Store:
-        """The store, with its index fresh enough for this call."""
+    def store(self, *, fresh: bool = True) -> Store:
+        """The store, with its index fresh enough for this call.
+
+        ``fresh=False`` skips the per-call check for a call whose work all happens in one write
+        transaction: taking the store lock runs the same check, so running it here too is waste.
+        """
         with self._lock:
             self._last_call = self.monotonic()
             if self._store is None:
@@ -96,8 +100,9 @@ class ServerState:
                     self._start_thread()
             elif self.monotonic() - self._last_full_scan >= self.interval():
                 self._wake.set()  # overdue (the thread was idle): scan now, in the background
-            store.fresh_index()
-        elif not self.maybe_full_scan():
+            if fresh:
+                store.fresh_index()
+        elif not self.maybe_full_scan() and fresh:
             store.fresh_index()
         return store
 

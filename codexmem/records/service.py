@@ -22,7 +22,7 @@ from codexmem.records.values import (
     in_schema_order,
     preview_item,
     public_item,
-    schema_from_data,
+    schema_from_json,
     unique_failures,
     validate_schema,
 )
@@ -78,14 +78,14 @@ class PollResult:
 
 
 def get_schema(store: Store, channel_id: str) -> ChannelSchema:
-    data = store.index.get(CHANNEL, channel_id)
-    if data is None:
+    text = store.index.get_json(CHANNEL, channel_id)
+    if text is None:
         store.raise_if_unreadable(CHANNEL, channel_id)
         raise CodexmemError(
             "ERR_CHANNEL_NOT_FOUND",
             f"no record channel {channel_id[:80]!r}; list_record_channels names the channels",
         )
-    return schema_from_data(data)
+    return schema_from_json(text)
 
 
 def list_channels(store: Store) -> list[ChannelSummary]:

@@ -24,13 +24,16 @@ from codexmem.store.layout import ITEM
 
 def schema_from_data(data: Mapping[str, Any]) -> ChannelSchema:
     """A channel schema from its stored (already validated) data, parsed once per distinct content."""
-    return _parse_schema(json.dumps(data, sort_keys=True, ensure_ascii=False))
+    return schema_from_json(json.dumps(data, sort_keys=True, ensure_ascii=False))
 
 
 @functools.lru_cache(maxsize=64)
-def _parse_schema(canonical: str) -> ChannelSchema:
-    # Keyed on the content, not the channel id: a hand edit that keeps the version still reparses.
-    return ChannelSchema.model_validate(json.loads(canonical))
+def schema_from_json(text: str) -> ChannelSchema:
+    """A channel schema from stored JSON text (the index keeps it so), parsed once per distinct text.
+
+    Keyed on the content, not the channel id: a hand edit that keeps the version still reparses.
+    """
+    return ChannelSchema.model_validate_json(text)
 
 
 def validate_schema(data: Mapping[str, Any]) -> ChannelSchema:

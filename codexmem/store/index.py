@@ -316,6 +316,13 @@ def fts_texts(kind: Kind, data: dict[str, Any]) -> tuple[str, str, str] | None:
     return None
 
 
+_RECORD_COLUMNS = (
+    "kind", "id", "channel", "path", "dir", "version", "system_id", "project_id", "workspace_id", "session_id",
+    "status", "type", "importance", "source", "created_at", "updated_at", "inode", "mtime_ns", "size", "hash", "data",
+)  # fmt: skip
+"""The columns of a record row, in the order :meth:`Index._upsert` fills them."""
+
+
 def _hash(raw: bytes) -> str:
     return hashlib.blake2b(raw, digest_size=12).hexdigest()
 
@@ -778,32 +785,32 @@ class Index:
         digest: str,
     ) -> None:
         cols = columns_of(kind, data)
-        row = conn.execute(
-            "SELECT rowid, path FROM records WHERE kind=? AND id=? AND channel IS ?", (kind.name, rid, channel)
-        ).fetchone()
-        params = (
+        values = (
             kind.name, rid, channel, rel, rel.rsplit("/", 1)[0], int(data.get("version", 1)),
             cols["system_id"], cols["project_id"], cols["workspace_id"], cols["session_id"],
             cols["status"], cols["type"], cols["importance"], cols["source"],
             cols["created_at"], cols["updated_at"], st.st_ino, st.st_mtime_ns, st.st_size, digest,
             json.dumps(data, ensure_ascii=False, separators=(",", ":")),
         )  # fmt: skip
+        row = conn.execute(
+            f"SELECT rowid, {', '.join(_RECORD_COLUMNS)} FROM records WHERE kind=? AND id=? AND channel IS ?",
+            (kind.name, rid, channel),
+        ).fetchone()
         if row is None:
             cur = conn.execute(
-                "INSERT INTO records(kind,id,channel,path,dir,version,system_id,project_id,workspace_id,session_id,"
-                "status,type,importance,source,created_at,updated_at,inode,mtime_ns,size,hash,data)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                params,
+                f"INSERT INTO records({', '.join(_RECORD_COLUMNS)}) VALUES ({', '.join('?' * len(values))})", values
             )
             rowid = cur.lastrowid
         else:
             rowid = row[0]
-            conn.execute(
-                "UPDATE records SET kind=?,id=?,channel=?,path=?,dir=?,version=?,system_id=?,project_id=?,"
-                "workspace_id=?,session_id=?,status=?,type=?,importance=?,source=?,created_at=?,updated_at=?,"
-                "inode=?,mtime_ns=?,size=?,hash=?,data=? WHERE rowid=?",
-                (*params, rowid),
-            )
+            # Only the columns that changed: SQLite rewrites the entry of every index over a column
+            # named in SET, and an edit usually moves only version, times, stat, hash and data.
+            changed = [(col, new) for col, old, new in zip(_RECORD_COLUMNS, row[1:], values, strict=True) if old != new]
+            if changed:
+                conn.execute(
+                    f"UPDATE records SET {', '.join(f'{col}=?' for col, _ in changed)} WHERE rowid=?",
+                    (*(new for _, new in changed), rowid),
+                )
         tables = FTS_TABLES.get(kind.name, ())
         texts = fts_texts(kind, data)
         if row is not None and tables:
@@ -967,15 +974,20 @@ class Index:
         self._upsert(conn, kind, rid, channel, rel, data, st, _hash(raw))
         self._remember_dirs(conn, [rel.rsplit("/", 1)[0]])
 
-    def note_shard(self, conn: sqlite3.Connection, rel: str, size: int) -> None:
-        """After appending our own events: the shard is consumed up to ``size``."""
+    def note_shard(
+        self, conn: sqlite3.Connection, rel: str, size: int, appended: bytes, events: list[dict[str, Any]]
+    ) -> None:
+        """After appending our own ``events`` (the bytes ``appended``): the shard is consumed up to ``size``."""
         row = conn.execute("SELECT consumed FROM shards WHERE path=?", (rel,)).fetchone()
         previous = row[0] if row else 0
         path = self.layout.events / rel
-        # Lines another process appended before ours (same writer id) are read first.
-        for line in ev.read_lines(path, previous):
-            if line.event is not None:
-                self.insert_event(conn, line.event)
+        if previous + len(appended) == size:  # nothing but our lines since the index last read it
+            for event in events:
+                self.insert_event(conn, event)
+        else:  # lines another process appended before ours (same writer id) are read first
+            for line in ev.read_lines(path, previous):
+                if line.event is not None:
+                    self.insert_event(conn, line.event)
         mtime = _mtime(str(path))
         conn.execute(
             "INSERT OR REPLACE INTO shards(path, size, consumed, mtime_ns) VALUES (?,?,?,?)", (rel, size, size, mtime)
@@ -998,12 +1010,32 @@ class Index:
 
     # ------------------------------------------------------------ queries
 
+    def parsed(self, kind: Kind, rid: str, channel: str | None, raw: bytes) -> dict[str, Any] | None:
+        """The validated record the index holds for exactly these file bytes, else None.
+
+        Keyed on the content hash, so it is never stale: a write path reads the file (the truth)
+        and skips only the YAML parse and model validation of bytes the index already parsed.
+        """
+        with self._mutex:
+            row = self.conn.execute(
+                "SELECT hash, data FROM records WHERE kind=? AND id=? AND channel IS ?", (kind.name, rid, channel)
+            ).fetchone()
+        if row is None or row[0] != _hash(raw):
+            return None
+        data: dict[str, Any] = json.loads(row[1])
+        return data
+
     def get(self, kind: Kind, rid: str, channel: str | None = None) -> dict[str, Any] | None:
+        text = self.get_json(kind, rid, channel)
+        return json.loads(text) if text is not None else None
+
+    def get_json(self, kind: Kind, rid: str, channel: str | None = None) -> str | None:
+        """The record as the index keeps it (compact JSON), unparsed: a cache key as it stands."""
         with self._mutex:
             row = self.conn.execute(
                 "SELECT data FROM records WHERE kind=? AND id=? AND channel IS ?", (kind.name, rid, channel)
             ).fetchone()
-        return json.loads(row[0]) if row else None
+        return str(row[0]) if row else None
 
     def select(
         self,

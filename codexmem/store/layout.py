@@ -110,10 +110,12 @@ class Layout:
         else:
             if kind.prefix is None or not is_record_id(record_id, kind.prefix):
                 raise CodexmemError("ERR_INVALID_INPUT", f"invalid {kind.name} id {record_id[:80]!r}")
-            path = self.folder(kind, channel) / f"{record_id}{kind.suffix}"
+            name = f"{record_id}{kind.suffix}"
             # Belt and braces: the id regex already forbids separators, but never trust one check.
-            if path.parent.resolve(strict=False) != self.folder(kind, channel).resolve(strict=False):
+            # (A string check: the folders below are checked for symlinks next, so no resolve() is needed.)
+            if os.sep in name or (os.altsep and os.altsep in name) or name.startswith("."):
                 raise CodexmemError("ERR_INVALID_INPUT", "record path escapes the store")
+            path = self.folder(kind, channel) / name
         # A folder on the way replaced by a symlink (a pull request can carry one) would lead out.
         refuse_symlinks(self.root, path.parent)
         return path

@@ -234,6 +234,10 @@ class Store:
             raise CodexmemError("ERR_READ_FAILED", f"{rel}: cannot read ({exc.strerror or exc})") from None
         except ValueError as exc:
             raise CodexmemError("ERR_READ_FAILED", f"{rel}: {exc}") from None
+        if self._index is not None:
+            known = self._index.parsed(kind, rid, channel, raw)
+            if known is not None:
+                return known
         try:
             return validate_record(kind, parse(kind, raw, source=rel), rid, channel)
         except ValueError as exc:
@@ -369,7 +373,8 @@ class Store:
                 self._write_one(staged[0], kept)
             else:
                 self._write_journaled(staged, kept)
-            size = append_line(self.layout.events / rel, b"".join(ev.encode(s.event) for s in staged))
+            lines = b"".join(ev.encode(s.event) for s in staged)
+            size = append_line(self.layout.events / rel, lines)
         except OSError as exc:
             _undo(kept, journal)
             raise CodexmemError("ERR_WRITE_FAILED", f"could not write to the store: {exc.strerror or exc}") from None
@@ -382,7 +387,7 @@ class Store:
             with index.transaction() as conn:
                 for s in staged:
                     index.apply_write(conn, s.kind, s.rid, s.channel, s.data, s.raw)
-                index.note_shard(conn, rel, size)
+                index.note_shard(conn, rel, size, lines, txn.events)
                 for key, answer in txn._answers:
                     index.remember_answer(conn, key, answer)
         except Exception:
