@@ -122,3 +122,30 @@ def test_a_line_over_the_limit_is_dropped_and_the_next_one_read() -> None:
     assert done.returncode == 0, done.stderr.decode()
     assert done.stdout == b"echo:short\necho:after\nafter serving\n"
     assert b"longer than 1000 bytes was dropped" in done.stderr
+
+
+def test_tools_list_is_answered_before_any_tool_module_or_the_store_is_imported(tmp_path: Path) -> None:
+    """Codex waits about a second for a server's tools: nothing codexmem only needs for calls loads first."""
+    store = tmp_path / "store"
+    init_store(store, cwd=tmp_path, system_name="pipes")
+    log = tmp_path / "importtime.log"
+    with log.open("wb") as stderr:
+        proc = subprocess.Popen(
+            [PYTHON, "-X", "importtime", "-m", "codexmem", "serve", "--store", str(store)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=dict(os.environ),
+        )  # fmt: skip
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(_session([]))
+        proc.stdin.flush()
+        answers: dict[int, dict[str, Any]] = {}
+        while 2 not in answers:
+            line = proc.stdout.readline()
+            assert line, log.read_text()[-2000:]
+            answers.update(_answers(line))
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 0
+    assert len(answers[2]["result"]["tools"]) == 18
+    imported = {line.rsplit("|", 1)[-1].strip() for line in log.read_text().splitlines() if "|" in line}
+    assert "codexmem.mcp.server" in imported
+    heavy = {"codexmem.mcp.memory_tools", "codexmem.mcp.record_tools", "codexmem.store.store", "codexmem.records"}
+    assert imported & heavy == set()

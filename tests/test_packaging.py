@@ -52,6 +52,7 @@ def test_the_wheel_carries_templates_and_site_assets(wheel: Path) -> None:
     assert any(n.startswith("codexmem/_data/templates/") for n in names)
     assert any(n.startswith("codexmem/_data/site/") for n in names)
     assert "codexmem/resources.py" in names and "codexmem/store/store.py" in names
+    assert "codexmem/mcp/tools_list.json" in names  # served as the tools/list answer
     assert not [n for n in names if n.startswith(("tests/", "store-example/", "scripts/"))]
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     assert "codexmem = codexmem.cli.main:main" in zipfile.ZipFile(wheel).read(entry_points).decode()

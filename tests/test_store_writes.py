@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -178,6 +179,26 @@ def _hand_edit(store: Store, note_id: str, *, bump_version: bool) -> None:
     if bump_version:
         data["version"] += 1
     path.write_bytes(serialize(NOTE, data))
+
+
+def test_a_write_reads_the_file_even_when_a_hand_edit_kept_its_size_and_mtime(tmp_path: Path) -> None:
+    """The write path skips parsing only bytes the index parsed itself (a content hash), so an
+    in-place edit that no stat could notice still reaches the transaction."""
+    store = new_store(tmp_path / "store")
+    note_id = write_note(store, start_session(store), title="Retry budget is five")
+    path = store.layout.path(NOTE, note_id)
+    st = path.stat()
+    edited = path.read_bytes().replace(b"Retry budget is five", b"Retry budget is nine")
+    path.write_bytes(edited)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+    assert store.fresh_index().get(NOTE, note_id)["title"] == "Retry budget is five"  # type: ignore[index]
+    with store.transaction(ACTOR) as txn:
+        current = txn.get(NOTE, note_id)
+        assert current is not None and current["title"] == "Retry budget is nine"
+        txn.put(NOTE, {**current, "version": 2, "status": "resolved"}, event_type="status_changed", changed=["status"])
+    assert b"Retry budget is nine" in path.read_bytes()
+    assert store.fresh_index().get(NOTE, note_id)["title"] == "Retry budget is nine"  # type: ignore[index]
 
 
 def test_index_equals_a_fresh_rebuild_after_writes_updates_deletes_and_hand_edits(tmp_path: Path) -> None:

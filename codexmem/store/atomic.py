@@ -24,10 +24,14 @@ def write_temp(path: Path, data: bytes) -> Path:
 
     Temporary names start with ``.tmp-`` so readers and ``check`` know them for what they are.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.parent / f"{TMP_PREFIX}{path.name}.{os.getpid()}.{secrets.token_hex(4)}"
     # O_EXCL: never follow or clobber something planted under that name; 0o644 like git's files.
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(tmp, flags, 0o644)
+    except FileNotFoundError:  # the record's folder does not exist yet
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(tmp, flags, 0o644)
     try:
         view = memoryview(data)
         while view:
@@ -57,9 +61,14 @@ def atomic_write(path: Path, data: bytes) -> None:
 
 def append_line(path: Path, line: bytes) -> int:
     """Append one line durably with O_APPEND; return the file size after the append."""
-    created = not path.exists()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    flags = os.O_RDWR | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
+    created = False
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:  # a new shard (a new month, a new writer)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, flags | os.O_CREAT, 0o644)
+        created = True
     try:
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":

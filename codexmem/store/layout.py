@@ -74,22 +74,10 @@ class Layout:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-
-    @property
-    def config(self) -> Path:
-        return self.root / CONFIG_FILE
-
-    @property
-    def cache(self) -> Path:
-        return self.root / CACHE_DIR
-
-    @property
-    def lock(self) -> Path:
-        return self.root / LOCK_FILE
-
-    @property
-    def events(self) -> Path:
-        return self.root / EVENTS_DIR
+        self.config = root / CONFIG_FILE
+        self.cache = root / CACHE_DIR
+        self.lock = root / LOCK_FILE
+        self.events = root / EVENTS_DIR
 
     def folder(self, kind: Kind, channel: str | None = None) -> Path:
         if kind is ITEM:
@@ -157,19 +145,22 @@ def symlink_below(root: Path, path: Path) -> str | None:
 
     Parts that do not exist yet are fine: codexmem creates them as real folders.
     """
-    try:
-        parts = path.relative_to(root).parts
-    except ValueError:
+    base, target = str(root), str(path)
+    if target == base:
+        return None
+    if not target.startswith(base.rstrip("/") + "/"):
         return path.as_posix()
-    current = root
-    for part in parts:
-        current = current / part
+    current = base.rstrip("/")
+    for part in target[len(current) + 1 :].split("/"):  # strings: this runs on every write
+        if not part:
+            continue
+        current = f"{current}/{part}"
         try:
             mode = os.lstat(current).st_mode
         except OSError:
             return None
         if stat.S_ISLNK(mode):
-            return current.relative_to(root).as_posix()
+            return current[len(base.rstrip("/")) + 1 :]
     return None
 
 

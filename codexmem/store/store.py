@@ -15,6 +15,7 @@ import logging
 import os
 import secrets
 import sqlite3
+import stat
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -469,9 +470,14 @@ class Store:
     def _recover_journal(self) -> None:
         """Finish a multi-file change that a crash interrupted (called under the lock)."""
         journal_dir = self.root / JOURNAL_DIR
-        if journal_dir.is_symlink():  # planted: nothing outside the store is a journal of ours
+        try:
+            mode = os.lstat(journal_dir).st_mode  # one stat: this runs before every write
+        except FileNotFoundError:
+            return
+        if stat.S_ISLNK(mode):  # planted: nothing outside the store is a journal of ours
             os.unlink(journal_dir)
-        if not journal_dir.is_dir():
+            return
+        if not stat.S_ISDIR(mode):
             return
         for journal in sorted(journal_dir.glob("*.json")):
             try:
