@@ -60,7 +60,7 @@ def _records(index: Index) -> list[tuple[Any, ...]]:
 
 def _texts(index: Index) -> list[tuple[Any, ...]]:
     rows: list[tuple[Any, ...]] = []
-    for table in ("fts", "fts_stem", "fts_items", "fts_items_stem"):
+    for table in ("fts", "fts_stem", "fts_handoffs", "fts_handoffs_stem", "fts_items", "fts_items_stem"):
         rows += index.conn.execute(
             f"SELECT '{table}', r.path, f.title, f.body, f.extra FROM {table} f JOIN records r ON r.rowid = f.rowid"
         ).fetchall()

@@ -81,3 +81,38 @@ def test_deleted_and_rebuilt_index_answers_the_same(store: Store) -> None:
     before = titles(store, "valid")
     store.index.rebuild()
     assert titles(store, "valid") == before
+
+
+def test_words_in_the_title_or_tags_rank_first(tmp_path: Path) -> None:
+    init_store(tmp_path / "store", cwd=tmp_path, system_name="demo")
+    store = Store(tmp_path / "store")
+    session_id = new_id("sess")
+    at = now_ts()
+    # Written oldest to newest: ranking by where the words are must beat recency.
+    texts = [
+        ("ledger export", "ledger export in the title", []),
+        ("nightly job", "the body names the ledger and its export", []),
+        ("ledger cleanup", "split across title and tags", ["export"]),
+        ("another job", "only in the body: ledger export, twice: ledger export", []),
+        ("unrelated", "no match here", ["ledger"]),
+    ]
+    with store.transaction("cli:test") as txn:
+        txn.put(
+            SESSION,
+            Session(session_id=session_id, version=1, scope=SCOPE, status="active", started_at=at, updated_at=at),
+            event_type="created",
+            changed=[],
+        )
+        for title, content, tags in texts:
+            note = Note(
+                note_id=new_id("note"), version=1, scope=SCOPE, session_id=session_id, type="decision",
+                title=title, importance=3, content=content, tags=tags, created_at=at, updated_at=at,
+            )  # fmt: skip
+            txn.put(NOTE, note, event_type="created", changed=[])
+    hits = store.fresh_index().search([NOTE], TextQuery(("ledger", "export")))
+    assert [(rec["title"], relevance) for rec, relevance in hits] == [
+        ("ledger cleanup", 2.0),  # newest first within a tier
+        ("ledger export", 2.0),
+        ("another job", 1.0),  # the newer of the two body-only matches first
+        ("nightly job", 1.0),
+    ]

@@ -72,7 +72,7 @@ class Candidate:
 
     kind: str  # "note" | "handoff"
     record: dict[str, Any]
-    bm25: float = 0.0  # FTS5 rank, lower is better; 0 when not found by text
+    relevance: float = 0.0  # where the words were found (2: title or tags, 1: elsewhere); 0: not by text
     relation_type: str | None = None
     all_words: bool = True
     project_name: str | None = None  # the related project's, for labels
@@ -214,15 +214,15 @@ def search(
 
     def find(match: TextQuery, all_words: bool) -> list[Candidate]:
         hits = [
-            Candidate("note", rec, bm25, all_words=all_words)
-            for rec, bm25 in index.search(
+            Candidate("note", rec, relevance, all_words=all_words)
+            for rec, relevance in index.search(
                 [NOTE], match, where_in=note_filter, min_importance=min_importance, limit=want
             )
         ]
         if include_handoffs:
             hits += [
-                Candidate("handoff", rec, bm25, all_words=all_words)
-                for rec, bm25 in index.search([HANDOFF], match, where_in=handoff_filter, limit=want)
+                Candidate("handoff", rec, relevance, all_words=all_words)
+                for rec, relevance in index.search([HANDOFF], match, where_in=handoff_filter, limit=want)
             ]
         return hits
 
@@ -253,7 +253,7 @@ def search(
 
 def rank(found: Sequence[Candidate], scope: ScopeRef, now: datetime, intent: str) -> list[Candidate]:
     """Best first. A related project's result never outranks a strong (every word) result of this project."""
-    best = min((c.bm25 for c in found), default=0.0)
+    best = max((c.relevance for c in found), default=0.0)
     scores = [score(c, scope, now, intent, best) for c in found]
     strong = [s for c, s in zip(found, scores, strict=True) if not c.relation_type and c.all_words]
     ceiling = min(strong) - 1 if strong else None
@@ -265,15 +265,15 @@ def rank(found: Sequence[Candidate], scope: ScopeRef, now: datetime, intent: str
     return [k[3] for k in keyed]
 
 
-def score(c: Candidate, scope: ScopeRef, now: datetime, intent: str, best_bm25: float) -> float:
-    """Higher first: scope, state, importance, recency, relevance (BM25 relative to the best hit), intent."""
+def score(c: Candidate, scope: ScopeRef, now: datetime, intent: str, best_relevance: float) -> float:
+    """Higher first: scope, state, importance, recency, relevance (relative to the best hit's), intent."""
     rec = c.record
     if c.relation_type:
         place = SCOPE_POINTS["related"]
     else:
         place = SCOPE_POINTS["workspace" if rec["scope"]["workspace_id"] == scope.workspace_id else "project"]
     importance = rec["importance"] if c.kind == "note" else HANDOFF_IMPORTANCE[rec["status"]]
-    relevance = RELEVANCE_POINTS * c.bm25 / best_bm25 if best_bm25 < 0 else 0.0
+    relevance = RELEVANCE_POINTS * c.relevance / best_relevance if best_relevance > 0 else 0.0
     if not c.all_words:
         relevance /= 2
     age = now - parse_ts(rec["created_at"])
@@ -390,18 +390,18 @@ def related_notes(
             reason = exc.message if isinstance(exc, CodexmemError) else (exc.strerror or str(exc))
             warnings.add("WARN_RELATED_PROJECTS_SKIPPED", f"a related store could not be read: {reason[:160]}")
             continue
-        for rec, bm25 in hits:
+        for rec, relevance in hits:
             project = rec["scope"]["project_id"]
             found.append(
                 Candidate(
-                    "note", rec, bm25, relation_type=source.relation_types[project],
+                    "note", rec, relevance, relation_type=source.relation_types[project],
                     all_words=match is None or not match.any_word, project_name=source.names[project],
                 )
             )  # fmt: skip
     if match is None:
         found.sort(key=lambda c: (c.record["importance"], c.record["created_at"], c.record_id), reverse=True)
     else:
-        found.sort(key=lambda c: c.bm25)
+        found.sort(key=lambda c: c.relevance, reverse=True)  # stable: newest first within a tier
     if sources and not found:
         warnings.add("WARN_RELATED_PROJECTS_EMPTY", "related projects are declared but none of their notes matched")
     return found[:limit]
