@@ -1166,11 +1166,14 @@ class Index:
             try:
                 for (prefix_table, stem_table), names in groups.items():
                     lowest = self._search_table(
-                        prefix_table, query.prefix_match(), names, filters, filter_params, 0, relevance
+                        prefix_table, query.prefix_match(), names, filters, filter_params, 0, relevance, tiers=True
                     )
                     # The newest SEARCH_CANDIDATES of either table: once the prefix table filled its
-                    # window, the stem table is read within it only.
-                    self._search_table(stem_table, query.stem_match(), names, filters, filter_params, lowest, relevance)
+                    # window, the stem table is read within it only. Its matches only add candidates
+                    # (a title holding a word's stem but not the word ranks as a match elsewhere).
+                    self._search_table(
+                        stem_table, query.stem_match(), names, filters, filter_params, lowest, relevance, tiers=False
+                    )
             except sqlite3.OperationalError:
                 return []  # defensive: TextQuery quotes every word, so FTS syntax cannot get in
             hits = sorted(relevance.items(), key=lambda hit: (hit[1], hit[0]), reverse=True)[:limit]
@@ -1196,9 +1199,11 @@ class Index:
         filter_params: list[Any],
         lowest: int,
         relevance: dict[int, int],
+        *,
+        tiers: bool,
     ) -> int:
         """Add one text table's candidates (rowid >= ``lowest``) to ``relevance``, raising those whose
-        title or tags hold the words; returns the lowest rowid of a full window, else 0."""
+        title or tags hold the words (``tiers``); returns the lowest rowid of a full window, else 0."""
         # CROSS JOIN keeps the full-text table outside (the planner would otherwise walk every
         # record of the project and probe the text index for each); newest first (rowids follow
         # creation), at most SEARCH_CANDIDATES of them, and no record's data is read here.
@@ -1214,8 +1219,13 @@ class Index:
         for rowid in found:
             relevance.setdefault(rowid, 1)
         window = rows[-1][0]
-        for (rowid,) in self.conn.execute(
-            f"SELECT rowid FROM {table} WHERE {table} MATCH ? AND rowid >= ?", (f"{{title extra}} : ({match})", window)
+        for (rowid,) in (
+            ()
+            if not tiers
+            else self.conn.execute(
+                f"SELECT rowid FROM {table} WHERE {table} MATCH ? AND rowid >= ?",
+                (f"{{title extra}} : ({match})", window),
+            )
         ):
             if rowid in found:
                 relevance[rowid] = 2
