@@ -17,17 +17,12 @@ from codexmem.timeutil import now_ts
 SCOPE = ScopeRef(system_id="sys_demo_1a2b3c4d", project_id="proj_app_1a2b3c4d", workspace_id="ws_app_1a2b3c4d")
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Store:
-    init_store(tmp_path / "store", cwd=tmp_path, system_name="demo")
-    store = Store(tmp_path / "store")
+def store_with_notes(root: Path, notes: list[tuple[str, str, list[str]]]) -> Store:
+    """A new store holding one session and these (title, content, tags) notes, oldest first."""
+    init_store(root, cwd=root.parent, system_name="demo")
+    store = Store(root)
     at = now_ts()
     session_id = new_id("sess")
-    texts = [
-        ("Payment enum validation", "Client validation reads generated enums."),
-        ("Retry policy", 'Workers retry "idempotent" jobs three times; see NEAR(x) AND title:foo.'),
-        ("Café ordering", "Diacritics should not matter."),
-    ]
     with store.transaction("cli:test") as txn:
         txn.put(
             SESSION,
@@ -35,13 +30,25 @@ def store(tmp_path: Path) -> Store:
             event_type="created",
             changed=[],
         )
-        for title, content in texts:
+        for title, content, tags in notes:
             note = Note(
                 note_id=new_id("note"), version=1, scope=SCOPE, session_id=session_id, type="decision",
-                title=title, importance=3, content=content, created_at=at, updated_at=at,
+                title=title, importance=3, content=content, tags=tags, created_at=at, updated_at=at,
             )  # fmt: skip
             txn.put(NOTE, note, event_type="created", changed=[])
     return store
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    return store_with_notes(
+        tmp_path / "store",
+        [
+            ("Payment enum validation", "Client validation reads generated enums.", []),
+            ("Retry policy", 'Workers retry "idempotent" jobs three times; see NEAR(x) AND title:foo.', []),
+            ("Café ordering", "Diacritics should not matter.", []),
+        ],
+    )
 
 
 def titles(store: Store, *words: str, any_word: bool = False) -> list[str]:
@@ -70,7 +77,7 @@ def test_diacritics_and_case_fold(store: Store) -> None:
     assert titles(store, "CAFÉ") == ["Café ordering"]
 
 
-@pytest.mark.parametrize("word", ['"', "NEAR(x)", "title:foo", "AND", "*", "-", "a\"b", "(", "^x"])
+@pytest.mark.parametrize("word", ['"', "NEAR(x)", "title:foo", "AND", "*", "-", 'a"b', "(", "^x"])
 def test_query_text_is_never_fts_syntax(store: Store, word: str) -> None:
     # Must not raise, and operators are plain words.
     titles(store, word)
@@ -84,31 +91,17 @@ def test_deleted_and_rebuilt_index_answers_the_same(store: Store) -> None:
 
 
 def test_words_in_the_title_or_tags_rank_first(tmp_path: Path) -> None:
-    init_store(tmp_path / "store", cwd=tmp_path, system_name="demo")
-    store = Store(tmp_path / "store")
-    session_id = new_id("sess")
-    at = now_ts()
     # Written oldest to newest: ranking by where the words are must beat recency.
-    texts = [
-        ("ledger export", "ledger export in the title", []),
-        ("nightly job", "the body names the ledger and its export", []),
-        ("ledger cleanup", "split across title and tags", ["export"]),
-        ("another job", "only in the body: ledger export, twice: ledger export", []),
-        ("unrelated", "no match here", ["ledger"]),
-    ]
-    with store.transaction("cli:test") as txn:
-        txn.put(
-            SESSION,
-            Session(session_id=session_id, version=1, scope=SCOPE, status="active", started_at=at, updated_at=at),
-            event_type="created",
-            changed=[],
-        )
-        for title, content, tags in texts:
-            note = Note(
-                note_id=new_id("note"), version=1, scope=SCOPE, session_id=session_id, type="decision",
-                title=title, importance=3, content=content, tags=tags, created_at=at, updated_at=at,
-            )  # fmt: skip
-            txn.put(NOTE, note, event_type="created", changed=[])
+    store = store_with_notes(
+        tmp_path / "store",
+        [
+            ("ledger export", "ledger export in the title", []),
+            ("nightly job", "the body names the ledger and its export", []),
+            ("ledger cleanup", "split across title and tags", ["export"]),
+            ("another job", "only in the body: ledger export, twice: ledger export", []),
+            ("unrelated", "no match here", ["ledger"]),
+        ],
+    )
     hits = store.fresh_index().search([NOTE], TextQuery(("ledger", "export")))
     assert [(rec["title"], relevance) for rec, relevance in hits] == [
         ("ledger cleanup", 2.0),  # newest first within a tier

@@ -42,15 +42,20 @@ def _answers(stdout: bytes) -> dict[int, dict[str, Any]]:
     return {m["id"]: m for m in messages if "id" in m}
 
 
-def test_stdout_to_a_file_is_served_through_the_sdk_streams(tmp_path: Path) -> None:
+def _serve(tmp_path: Path, *, stdout: Any, stderr: Any, python_flags: tuple[str, ...] = ()) -> subprocess.Popen[bytes]:
+    """``codexmem serve`` on a new store, its stdin a pipe (write requests to ``proc.stdin``)."""
     store = tmp_path / "store"
     init_store(store, cwd=tmp_path, system_name="pipes")
+    return subprocess.Popen(
+        [PYTHON, *python_flags, "-m", "codexmem", "serve", "--store", str(store)],
+        stdin=subprocess.PIPE, stdout=stdout, stderr=stderr, env=dict(os.environ),
+    )  # fmt: skip
+
+
+def test_stdout_to_a_file_is_served_through_the_sdk_streams(tmp_path: Path) -> None:
     out = tmp_path / "answers.jsonl"
     with out.open("wb") as stdout:
-        proc = subprocess.Popen(
-            [PYTHON, "-m", "codexmem", "serve", "--store", str(store)],
-            stdin=subprocess.PIPE, stdout=stdout, stderr=subprocess.PIPE, env=dict(os.environ),
-        )  # fmt: skip
+        proc = _serve(tmp_path, stdout=stdout, stderr=subprocess.PIPE)
         assert proc.stdin is not None and proc.stderr is not None
         proc.stdin.write(_session([("list_record_channels", {}), ("no_such_tool", {})]))
         proc.stdin.flush()
@@ -126,14 +131,9 @@ def test_a_line_over_the_limit_is_dropped_and_the_next_one_read() -> None:
 
 def test_tools_list_is_answered_before_any_tool_module_or_the_store_is_imported(tmp_path: Path) -> None:
     """Codex waits about a second for a server's tools: nothing codexmem only needs for calls loads first."""
-    store = tmp_path / "store"
-    init_store(store, cwd=tmp_path, system_name="pipes")
     log = tmp_path / "importtime.log"
     with log.open("wb") as stderr:
-        proc = subprocess.Popen(
-            [PYTHON, "-X", "importtime", "-m", "codexmem", "serve", "--store", str(store)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=dict(os.environ),
-        )  # fmt: skip
+        proc = _serve(tmp_path, stdout=subprocess.PIPE, stderr=stderr, python_flags=("-X", "importtime"))
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(_session([]))
         proc.stdin.flush()
