@@ -75,6 +75,9 @@ def test_all_words_by_default_any_word_on_request(store: Store) -> None:
 def test_diacritics_and_case_fold(store: Store) -> None:
     assert titles(store, "cafe") == ["Café ordering"]
     assert titles(store, "CAFÉ") == ["Café ordering"]
+    # A title match is recognized however the title spells it.
+    assert [relevance for _, relevance in store.fresh_index().search([NOTE], TextQuery(("cafe",)))] == [2.0]
+    assert [relevance for _, relevance in store.fresh_index().search([NOTE], TextQuery(("diacritic",)))] == [1.0]
 
 
 @pytest.mark.parametrize("word", ['"', "NEAR(x)", "title:foo", "AND", "*", "-", 'a"b', "(", "^x"])
