@@ -184,13 +184,6 @@ the workspace by ``records_ws_time`` instead of the few of one session by ``reco
 PAGE_CACHE_KIB = 16_000
 """SQLite's page cache per connection (default 2 MB): enough to keep the hot index pages and the
 full-text postings of common words in memory; bounded, so memory stays flat as the store grows."""
-SEARCH_CANDIDATES = 100
-"""Full-text matches ranked per text table: the newest this many that pass the filters (as many
-as memory search asks for at most: 5 x its largest limit, 20). A word common to most of a large
-store would otherwise cost a filter check on every match, linearly in the store; rarer words
-have fewer matches, and all of them are ranked. At 50,000 notes, 100 rather than 200 takes the
-median search from 2.8 to 2.3 ms in process."""
-
 RACY_NS = 2_000_000_000
 """A file whose mtime is this close to the clock when it is indexed is "racy": an in-place rewrite
 in the same mtime tick (1-10 ms on Linux, up to 2 s on some filesystems) keeps its stat, so its
@@ -1138,8 +1131,10 @@ class Index:
         """Full-text hits as (record data, relevance; higher is better), best first.
 
         A record matches when its words start with the query's words or share their stems. Of the
-        newest :data:`SEARCH_CANDIDATES` matches that pass the filters, those with every word in
-        the title or tags come first (relevance 2), then the rest (1), newest first within each.
+        newest ``limit`` matches of each text table that pass the filters (newest first: a word
+        common to most of a large store would otherwise cost a filter check on every match,
+        linearly in the store), those with every word in the title or tags come first
+        (relevance 2), then the rest (1), newest first within each; ``limit`` of them are returned.
         Not FTS5's bm25: it counts every row holding each word on every query, so its cost grows
         with the store (0.78 ms for one common word at 50,000 notes, even with LIMIT 1); this
         stays within the candidates' rowid window.
@@ -1167,13 +1162,29 @@ class Index:
             try:
                 for (prefix_table, stem_table), names in groups.items():
                     lowest = self._search_table(
-                        prefix_table, query.prefix_match(), names, filters, filter_params, 0, relevance, tiers=True
+                        prefix_table,
+                        query.prefix_match(),
+                        names,
+                        filters,
+                        filter_params,
+                        0,
+                        limit,
+                        relevance,
+                        tiers=True,
                     )
-                    # The newest SEARCH_CANDIDATES of either table: once the prefix table filled its
+                    # The newest ``limit`` of either table: once the prefix table filled its
                     # window, the stem table is read within it only. Its matches only add candidates
                     # (a title holding a word's stem but not the word ranks as a match elsewhere).
                     self._search_table(
-                        stem_table, query.stem_match(), names, filters, filter_params, lowest, relevance, tiers=False
+                        stem_table,
+                        query.stem_match(),
+                        names,
+                        filters,
+                        filter_params,
+                        lowest,
+                        limit,
+                        relevance,
+                        tiers=False,
                     )
             except sqlite3.OperationalError:
                 return []  # defensive: TextQuery quotes every word, so FTS syntax cannot get in
@@ -1199,20 +1210,21 @@ class Index:
         filters: str,
         filter_params: list[Any],
         lowest: int,
+        count: int,
         relevance: dict[int, int],
         *,
         tiers: bool,
     ) -> int:
-        """Add one text table's candidates (rowid >= ``lowest``) to ``relevance``, raising those whose
+        """Add one text table's ``count`` newest candidates (rowid >= ``lowest``) to ``relevance``, raising those whose
         title or tags hold the words (``tiers``); returns the lowest rowid of a full window, else 0."""
         # CROSS JOIN keeps the full-text table outside (the planner would otherwise walk every
         # record of the project and probe the text index for each); newest first (rowids follow
-        # creation), at most SEARCH_CANDIDATES of them, and no record's data is read here.
+        # creation), at most ``count`` of them, and no record's data is read here.
         rows = self.conn.execute(
             f"SELECT r.rowid FROM {table} CROSS JOIN records r INDEXED BY records_search ON r.rowid = {table}.rowid"
             f" WHERE {table} MATCH ? AND {table}.rowid >= ? AND r.kind IN ({','.join('?' * len(kinds))}){filters}"
             f" ORDER BY {table}.rowid DESC LIMIT ?",
-            [match, lowest, *kinds, *filter_params, SEARCH_CANDIDATES],
+            [match, lowest, *kinds, *filter_params, count],
         ).fetchall()
         if not rows:
             return 0
@@ -1230,7 +1242,7 @@ class Index:
         ):
             if rowid in found:
                 relevance[rowid] = 2
-        return window if len(rows) == SEARCH_CANDIDATES else 0
+        return window if len(rows) == count else 0
 
     def bad_files(self) -> list[BadFile]:
         with self._mutex:
