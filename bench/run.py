@@ -5,7 +5,8 @@
 For each size (stores from :mod:`bench.generate`, cached under ``bench/.stores/``) it copies the
 store, spawns ``codexmem serve`` as Codex does (stdio, the SDK's client, legacy handshake) and
 measures, round-robin so every tool sees the same machine state, three times (``--repeat``; the
-machine is shared, so each percentile reported is the median of the runs' percentiles):
+machine is shared, so each percentile reported is the median of the runs' percentiles, and the
+runs interleave the sizes so that a slow spell does not land on one size):
 
 * p50/p95 of bootstrap, search, get_recent, save_note, save_handoff, list_record_items,
   read_record_item, edit_record_item and poll_resource_events, with varied realistic arguments;
@@ -571,8 +572,8 @@ def report(ctx: dict[str, Any]) -> str:
         f"- machine: {ctx['machine']}; load average before/after: {ctx['load_before']} / {ctx['load_after']}",
         f"- Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}, mcp {ctx['mcp_version']}",
         f"- {ctx['calls']} measured calls per tool and size in each of {ctx['repeat']} runs (each a fresh copy of the"
-        " store and a fresh server), round-robin over the tools, after 5 warm-up rounds; p50/p95: the median over"
-        " the runs of each run's percentile",
+        " store and a fresh server; runs interleave the sizes), round-robin over the tools, after 5 warm-up rounds;"
+        " p50/p95: the median over the runs of each run's percentile",
         "",
         "## Tools through stdio (ms)",
         "",
@@ -734,13 +735,22 @@ def main(argv: list[str] | None = None) -> int:
     import importlib.metadata
 
     ctx["mcp_version"] = importlib.metadata.version("mcp")
+    # Runs interleave the sizes (1,000, 10,000, 50,000, 1,000, ...): a slow spell of the machine
+    # then spreads over every size instead of landing on one, which would skew the size ratios.
+    runs: dict[int, list[SizeResult]] = {size: [] for size in sizes}
+    edits: dict[int, list[float]] = {size: [] for size in sizes if size in (1000, 10_000) and not args.tools_only}
+    for run in range(repeat):
+        for size in sizes:
+            print(f"== run {run + 1}/{repeat}, {size} notes: tools through stdio", file=sys.stderr)
+            runs[size].append(asyncio.run(bench_size(size, calls, idle, args.seed)))
+            if size in edits:
+                print(f"== run {run + 1}/{repeat}, {size} notes: in-process edit", file=sys.stderr)
+                edits[size].append(inprocess_edit_p50(size, 60 if quick else 300, args.seed))
     for size in sizes:
-        print(f"== {size} notes: tools through stdio", file=sys.stderr)
-        ctx["sizes"].append(merge_runs([asyncio.run(bench_size(size, calls, idle, args.seed)) for _ in range(repeat)]))
-        if size in (1000, 10_000) and not args.tools_only:
-            print(f"== {size} notes: in-process edit, check, reindex, site", file=sys.stderr)
-            edits = [inprocess_edit_p50(size, 60 if quick else 300, args.seed) for _ in range(repeat)]
-            ctx["inprocess"][size] = statistics.median(edits)
+        ctx["sizes"].append(merge_runs(runs[size]))
+        if size in edits:
+            print(f"== {size} notes: check, reindex, site", file=sys.stderr)
+            ctx["inprocess"][size] = statistics.median(edits[size])
             ctx["cli"][size] = cli_times(size)
     print("== baseline, cold start", file=sys.stderr)
     ctx["baseline_ms"] = baseline_edit_p50(1000, 300 if quick else 3000)
