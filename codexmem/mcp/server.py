@@ -146,8 +146,6 @@ def serve_stdio(store_path: Path) -> None:
     import anyio
     from mcp.server.stdio import stdio_server
 
-    from codexmem.mcp.pipes import PipesUnavailable, claimed_stdio
-
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="codexmem: %(message)s")
     state = ServerState(store_path)
     server = build_server(state)
@@ -156,10 +154,12 @@ def serve_stdio(store_path: Path) -> None:
         await server.run(_AnswerEveryCall(read), write, server.create_initialization_options())
 
     async def main() -> None:
-        if os.environ.get(STDIO_ENV) == "sdk":
+        if os.environ.get(STDIO_ENV) == "sdk" or sys.platform == "win32":  # pipes need POSIX descriptors
             async with stdio_server() as streams:
                 await run(*streams)
             return
+        from codexmem.mcp.pipes import PipesUnavailable, claimed_stdio
+
         try:
             async with claimed_stdio() as (stdin, stdout), stdio_server(cast(Any, stdin), cast(Any, stdout)) as streams:
                 await run(*streams)
