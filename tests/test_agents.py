@@ -71,28 +71,14 @@ def test_related_free_project_and_global_match_golden(store: Store) -> None:
 def test_rendering_is_stable_instruction_text(store: Store) -> None:
     first = render_project(project_context(store, "proj_order_web"))
     # Writing memory must not change AGENTS.md: it carries no session state or handoff contents.
-    from codexmem.models import ScopeRef, Session
-    from codexmem.store.ids import new_id
+    from store_fixtures import session_model
+
+    from codexmem.models import ScopeRef
     from codexmem.store.layout import SESSION
-    from codexmem.timeutil import now_ts
 
     scope = ScopeRef(system_id="sys_order_platform", project_id="proj_order_web", workspace_id="ws_order_web_main")
-    at = now_ts()
     with store.transaction("cli:test") as txn:
-        txn.put(
-            SESSION,
-            Session(
-                session_id=new_id("sess"),
-                version=1,
-                scope=scope,
-                status="active",
-                task="x",
-                started_at=at,
-                updated_at=at,
-            ),
-            event_type="created",
-            changed=[],
-        )
+        txn.put(SESSION, session_model(scope=scope), event_type="created", changed=[])
     assert render_project(project_context(store, "proj_order_web")) == first
 
 

@@ -12,6 +12,7 @@ index is open for writing.) Mounts are always undone.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 from collections.abc import Callable, Iterator
@@ -122,8 +123,7 @@ def test_a_full_disk_refuses_writes_cleanly_and_keeps_answering_reads(tmp_path: 
     with tmpfs(tmp_path / "mnt", "4m") as mnt:
         root = mnt / "store"
         shutil.copytree(seeded.root, root, symlinks=True)
-        s = Seeded(root, seeded.repo, seeded.scope, seeded.session_id, seeded.ended_session_id,
-                   seeded.note_ids, seeded.handoff_ids, seeded.items)  # fmt: skip
+        s = dataclasses.replace(seeded, root=root)
         refused: dict[str, int] = {}
         acknowledged = failed_reads = 0
         with client_of(root) as call:
@@ -177,8 +177,7 @@ def test_a_read_only_store_answers_every_read_and_refuses_every_write(tmp_path: 
     seeded = seed_store(tmp_path)
     before = tree_digest(seeded.root, skip=())
     with read_only_view(seeded.root, tmp_path / "ro") as ro:
-        s = Seeded(ro, seeded.repo, seeded.scope, seeded.session_id, seeded.ended_session_id,
-                   seeded.note_ids, seeded.handoff_ids, seeded.items)  # fmt: skip
+        s = dataclasses.replace(seeded, root=ro)
         with client_of(ro) as call:
             answers = reads(call, s)
             refused = {}
@@ -208,8 +207,7 @@ def test_an_event_that_cannot_be_logged_undoes_its_write(tmp_path: Path) -> None
     with tmpfs(tmp_path / "mnt", "16m") as mnt:
         root = mnt / "store"
         shutil.copytree(seeded.root, root, symlinks=True)
-        s = Seeded(root, seeded.repo, seeded.scope, seeded.session_id, seeded.ended_session_id,
-                   seeded.note_ids, seeded.handoff_ids, seeded.items)  # fmt: skip
+        s = dataclasses.replace(seeded, root=root)
         page = os.statvfs(mnt).f_frsize
         outcomes: dict[str, int] = {}
         with client_of(root) as call:
