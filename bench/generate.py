@@ -540,10 +540,8 @@ def _write(store: Any, puts: list[Put], *, schema: Any = None) -> None:
 def build(notes: int, seed: int = 1, *, durable: bool = False, quiet: bool = False) -> Path:
     """Generate the store of ``notes`` notes into its cache folder (replacing a partial one)."""
     from codexmem.records import service
-    from codexmem.records.values import schema_from_data
     from codexmem.store.atomic import atomic_write
     from codexmem.store.init import STORE_GITATTRIBUTES, STORE_GITIGNORE
-    from codexmem.store.layout import CHANNEL
     from codexmem.store.store import Store
     from codexmem.store.yamlio import dump_yaml, load_yaml
 
@@ -569,7 +567,7 @@ def build(notes: int, seed: int = 1, *, durable: bool = False, quiet: bool = Fal
         schema_data.pop("version", None)
         store._writer_id = WRITERS[PEOPLE[0]]
         service.add_channel(store, "bugs", schema_data, actor="cli:aiko", now=END - timedelta(days=366))
-        schema = schema_from_data(store.index.get(CHANNEL, "bugs") or {})
+        schema = service.get_schema(store, "bugs")
         for phase in (first, later):
             _write(store, phase)
         for phase in items:

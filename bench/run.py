@@ -411,7 +411,7 @@ def baseline_edit_p50(items: int, edits: int) -> float:
     on disk, the derived index) rather than two different validators.
     """
     from codexmem.records.fields import validate_values
-    from codexmem.records.values import schema_from_data
+    from codexmem.records.values import schema_from_json
     from codexmem.store.yamlio import load_yaml
 
     example = generate._example_channel_module()
@@ -444,9 +444,7 @@ def baseline_edit_p50(items: int, edits: int) -> float:
             row = db.execute("SELECT version, vals FROM items WHERE id=? AND channel='bugs'", (item_id,)).fetchone()
             if row[0] != expected:
                 raise RuntimeError("conflict")
-            schema = schema_from_data(
-                json.loads(db.execute("SELECT schema FROM channels WHERE id='bugs'").fetchone()[0])
-            )
+            schema = schema_from_json(db.execute("SELECT schema FROM channels WHERE id='bugs'").fetchone()[0])
             before = json.loads(row[1])
             merged = validate_values(schema, values, existing=before, relation_exists=lambda c, r: True, partial=True)
             changed = sorted(k for k in {*before, *merged} if before.get(k) != merged.get(k))

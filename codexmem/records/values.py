@@ -22,11 +22,6 @@ from codexmem.store.index import Index
 from codexmem.store.layout import ITEM
 
 
-def schema_from_data(data: Mapping[str, Any]) -> ChannelSchema:
-    """A channel schema from its stored (already validated) data, parsed once per distinct content."""
-    return schema_from_json(json.dumps(data, sort_keys=True, ensure_ascii=False))
-
-
 @functools.lru_cache(maxsize=64)
 def schema_from_json(text: str) -> ChannelSchema:
     """A channel schema from stored JSON text (the index keeps it so), parsed once per distinct text.
