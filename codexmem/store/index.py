@@ -1161,31 +1161,17 @@ class Index:
         with self._mutex:
             try:
                 for (prefix_table, stem_table), names in groups.items():
-                    lowest = self._search_table(
-                        prefix_table,
-                        query.prefix_match(),
-                        names,
-                        filters,
-                        filter_params,
-                        0,
-                        limit,
-                        relevance,
-                        tiers=True,
-                    )
+                    prefix = query.prefix_match()
+                    found = self._candidates(prefix_table, prefix, names, filters, filter_params, 0, limit)
                     # The newest ``limit`` of either table: once the prefix table filled its
                     # window, the stem table is read within it only. Its matches only add candidates
                     # (a title holding a word's stem but not the word ranks as a match elsewhere).
-                    self._search_table(
-                        stem_table,
-                        query.stem_match(),
-                        names,
-                        filters,
-                        filter_params,
-                        lowest,
-                        limit,
-                        relevance,
-                        tiers=False,
+                    lowest = found[-1] if len(found) == limit else 0
+                    stems = self._candidates(
+                        stem_table, query.stem_match(), names, filters, filter_params, lowest, limit
                     )
+                    relevance.update(dict.fromkeys(found + stems, 1))
+                    relevance.update(dict.fromkeys(self._in_title_or_tags(prefix_table, prefix, found), 2))
             except sqlite3.OperationalError:
                 return []  # defensive: TextQuery quotes every word, so FTS syntax cannot get in
             hits = sorted(relevance.items(), key=lambda hit: (hit[1], hit[0]), reverse=True)[:limit]
@@ -1202,47 +1188,32 @@ class Index:
             )
         return [(json.loads(data[rowid]), float(tier)) for rowid, tier in hits if rowid in data]
 
-    def _search_table(
-        self,
-        table: str,
-        match: str,
-        kinds: list[str],
-        filters: str,
-        filter_params: list[Any],
-        lowest: int,
-        count: int,
-        relevance: dict[int, int],
-        *,
-        tiers: bool,
-    ) -> int:
-        """Add one text table's ``count`` newest candidates (rowid >= ``lowest``) to ``relevance``, raising those whose
-        title or tags hold the words (``tiers``); returns the lowest rowid of a full window, else 0."""
+    def _candidates(
+        self, table: str, match: str, kinds: list[str], filters: str, filter_params: list[Any], lowest: int, count: int
+    ) -> list[int]:
+        """Rowids of one text table's ``count`` newest matches (rowid >= ``lowest``) that pass the filters."""
         # CROSS JOIN keeps the full-text table outside (the planner would otherwise walk every
         # record of the project and probe the text index for each); newest first (rowids follow
-        # creation), at most ``count`` of them, and no record's data is read here.
+        # creation), and no record's data is read here.
         rows = self.conn.execute(
             f"SELECT r.rowid FROM {table} CROSS JOIN records r INDEXED BY records_search ON r.rowid = {table}.rowid"
             f" WHERE {table} MATCH ? AND {table}.rowid >= ? AND r.kind IN ({','.join('?' * len(kinds))}){filters}"
             f" ORDER BY {table}.rowid DESC LIMIT ?",
             [match, lowest, *kinds, *filter_params, count],
         ).fetchall()
-        if not rows:
-            return 0
-        found = {row[0] for row in rows}
-        for rowid in found:
-            relevance.setdefault(rowid, 1)
-        window = rows[-1][0]
-        for (rowid,) in (
-            ()
-            if not tiers
-            else self.conn.execute(
-                f"SELECT rowid FROM {table} WHERE {table} MATCH ? AND rowid >= ?",
-                (f"{{title extra}} : ({match})", window),
-            )
-        ):
-            if rowid in found:
-                relevance[rowid] = 2
-        return window if len(rows) == count else 0
+        return [row[0] for row in rows]
+
+    def _in_title_or_tags(self, table: str, match: str, found: list[int]) -> list[int]:
+        """Those of ``found`` (newest first) whose title or tags hold the words: one column-filter
+        query within their rowid window."""
+        if not found:
+            return []
+        wanted = set(found)
+        rows = self.conn.execute(
+            f"SELECT rowid FROM {table} WHERE {table} MATCH ? AND rowid >= ?",
+            (f"{{title extra}} : ({match})", found[-1]),
+        )
+        return [rowid for (rowid,) in rows if rowid in wanted]
 
     def bad_files(self) -> list[BadFile]:
         with self._mutex:
