@@ -154,18 +154,15 @@ def serve_stdio(store_path: Path) -> None:
         await server.run(_AnswerEveryCall(read), write, server.create_initialization_options())
 
     async def main() -> None:
-        if os.environ.get(STDIO_ENV) == "sdk" or sys.platform == "win32":  # pipes need POSIX descriptors
-            async with stdio_server() as streams:
-                await run(*streams)
-            return
-        from codexmem.mcp.pipes import PipesUnavailable, claimed_stdio
+        if os.environ.get(STDIO_ENV) != "sdk" and sys.platform != "win32":  # pipes need POSIX descriptors
+            from codexmem.mcp.pipes import PipesUnavailable, claimed_stdio
 
-        try:
-            async with claimed_stdio() as (stdin, stdout), stdio_server(cast(Any, stdin), cast(Any, stdout)) as streams:
-                await run(*streams)
-            return
-        except PipesUnavailable as exc:  # not pipes (a file, a terminal): the SDK's threaded streams
-            log.info("serving stdio through the SDK's streams: %s", exc)
+            try:
+                async with claimed_stdio() as (stdin, stdout), stdio_server(cast(Any, stdin), cast(Any, stdout)) as io:
+                    await run(*io)
+                return
+            except PipesUnavailable as exc:  # not pipes (a file, a terminal): the SDK's threaded streams
+                log.info("serving stdio through the SDK's streams: %s", exc)
         async with stdio_server() as streams:
             await run(*streams)
 
