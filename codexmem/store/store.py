@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock, Timeout
 from pydantic import BaseModel, ValidationError
 
 from codexmem.errors import CodexmemError
@@ -32,6 +31,7 @@ from codexmem.store.atomic import TMP_PREFIX, append_line, atomic_write, fsync_d
 from codexmem.store.ids import new_id
 from codexmem.store.index import Index, validate_record
 from codexmem.store.layout import CHANNEL, Kind, Layout, parse, refuse_symlinks, serialize
+from codexmem.store.lock import LockTimeout, StoreLock
 from codexmem.store.screen import screen
 from codexmem.store.yamlio import MAX_YAML_BYTES, YamlError, load_yaml
 from codexmem.timeutil import now_ts
@@ -205,7 +205,7 @@ class Store:
         self.config = load_config(self.layout)
         self.read_only = (not os.access(self.root, os.W_OK)) if read_only is None else read_only
         self._thread_lock = threading.RLock()
-        self._file_lock: FileLock | None = None
+        self._lock = StoreLock(self.layout.lock, self._thread_lock)
         self._index: Index | None = None
         self._writer_id: str | None = None
 
@@ -320,24 +320,18 @@ class Store:
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
         """The store's writer lock (threads of this process, then other processes)."""
-        with self._thread_lock:
-            if self._file_lock is None:
-                self._file_lock = FileLock(str(self.layout.lock), thread_local=False)
-            if self.layout.lock.is_symlink():  # planted: never lock (or truncate) a file outside
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(self.layout.lock)
-            try:
-                self._file_lock.acquire(timeout=LOCK_TIMEOUT_S)
-            except Timeout:
-                raise CodexmemError(
-                    "ERR_STORAGE_UNAVAILABLE", f"the store is locked by another writer for over {LOCK_TIMEOUT_S:.0f} s"
-                ) from None
-            except OSError as exc:
-                raise CodexmemError("ERR_STORAGE_UNAVAILABLE", f"cannot lock the store: {exc.strerror}") from None
-            try:
-                yield
-            finally:
-                self._file_lock.release()
+        try:
+            self._lock.acquire(LOCK_TIMEOUT_S)
+        except LockTimeout:
+            raise CodexmemError(
+                "ERR_STORAGE_UNAVAILABLE", f"the store is locked by another writer for over {LOCK_TIMEOUT_S:.0f} s"
+            ) from None
+        except OSError as exc:
+            raise CodexmemError("ERR_STORAGE_UNAVAILABLE", f"cannot lock the store: {exc.strerror}") from None
+        try:
+            yield
+        finally:
+            self._lock.release()
 
     @contextlib.contextmanager
     def transaction(self, actor: str, *, at: str | None = None) -> Iterator[Transaction]:
