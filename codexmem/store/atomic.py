@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import stat
 from pathlib import Path
 
 TMP_PREFIX = ".tmp-"
@@ -47,16 +48,68 @@ def write_temp(path: Path, data: bytes) -> Path:
     return tmp
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Temporary file, fsync, rename over ``path``, fsync the directory."""
-    tmp = write_temp(path, data)
+def write_spare(spare: Path, data: bytes) -> bool:
+    """Write ``data`` over the spare file and fsync it; False (nothing written) when there is none
+    or it is not safe to write through.
+
+    Each write would otherwise create a file and free the one it replaced. On this machine's
+    ext4, which has no journal (and so passes over recently freed inodes), a create in a folder
+    just churned by a burst of edits took 100-300 µs instead of 15; recycling the replaced file
+    as the next write's temporary file creates and frees nothing.
+    """
     try:
-        os.replace(tmp, path)
+        fd = os.open(spare, os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:  # none yet (or a symlink planted in its place: left alone, never followed)
+        return False
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            # Another name shares it (a user's hard link; after a power cut, a rename half on disk):
+            # writing through it would change that file too, so drop our name for it instead.
+            with contextlib.suppress(OSError):
+                os.unlink(spare)
+            return False
+        view = memoryview(data)
+        offset = 0
+        while offset < len(view):
+            offset += os.pwrite(fd, view[offset:], offset)
+        os.ftruncate(fd, len(data))
+        os.fsync(fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(spare)  # half-written: never reused
+        raise
+    finally:
+        os.close(fd)
+    return True
+
+
+def atomic_write(path: Path, data: bytes, *, spare: Path | None = None) -> None:
+    """Temporary file (the ``spare`` when there is one), fsync, rename over ``path``, fsync the directory."""
+    tmp = spare if spare is not None and write_spare(spare, data) else write_temp(path, data)
+    try:
+        try:
+            os.replace(tmp, path)
+        except FileNotFoundError:
+            if tmp != spare:
+                raise
+            path.parent.mkdir(parents=True, exist_ok=True)  # the record's folder does not exist yet
+            os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
     fsync_dir(path.parent)
+
+
+def set_aside(replaced: Path, spare: Path | None) -> None:
+    """Done with ``replaced`` (the link kept to a file a write replaced): make it the spare when
+    nothing else links to it, else just drop the link. Best effort: a leftover is a ``.tmp-`` file."""
+    with contextlib.suppress(OSError):
+        if spare is not None and os.lstat(replaced).st_nlink == 1:
+            os.replace(replaced, spare)
+        else:
+            os.unlink(replaced)
 
 
 def append_line(path: Path, line: bytes) -> int:

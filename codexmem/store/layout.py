@@ -22,6 +22,8 @@ from codexmem.store.yamlio import YamlError, dump_yaml, join_front_matter, load_
 
 CONFIG_FILE = "codexmem.yaml"
 CACHE_DIR = ".cache"
+SPARE_FILE = "spare"
+"""In the cache: the file a replaced record left, written over by the next write (see store/atomic.py)."""
 LOCK_FILE = ".lock"
 EVENTS_DIR = "events"
 CHANNELS_DIR = "channels"
@@ -76,6 +78,7 @@ class Layout:
         self.root = root
         self.config = root / CONFIG_FILE
         self.cache = root / CACHE_DIR
+        self.spare = self.cache / SPARE_FILE
         self.lock = root / LOCK_FILE
         self.events = root / EVENTS_DIR
 

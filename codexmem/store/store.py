@@ -27,10 +27,18 @@ from pydantic import BaseModel, ValidationError
 from codexmem.errors import CodexmemError
 from codexmem.models import STORE_FORMAT, StoreConfig
 from codexmem.store import events as ev
-from codexmem.store.atomic import TMP_PREFIX, append_line, atomic_write, fsync_dir, read_bytes_nofollow, write_temp
+from codexmem.store.atomic import (
+    TMP_PREFIX,
+    append_line,
+    atomic_write,
+    fsync_dir,
+    read_bytes_nofollow,
+    set_aside,
+    write_temp,
+)
 from codexmem.store.ids import new_id
 from codexmem.store.index import Index, validate_record
-from codexmem.store.layout import CHANNEL, Kind, Layout, parse, refuse_symlinks, serialize
+from codexmem.store.layout import CHANNEL, Kind, Layout, parse, refuse_symlinks, serialize, symlink_below
 from codexmem.store.lock import LockTimeout, StoreLock
 from codexmem.store.screen import screen
 from codexmem.store.yamlio import MAX_YAML_BYTES, YamlError, load_yaml
@@ -208,6 +216,7 @@ class Store:
         self._lock = StoreLock(self.layout.lock, self._thread_lock)
         self._index: Index | None = None
         self._writer_id: str | None = None
+        self._spare_usable: bool | None = None
 
     # ------------------------------------------------------------ reading
 
@@ -360,12 +369,13 @@ class Store:
         # (final path, a hard link to the file it replaces or None if it is new): until the events are
         # logged, a failure (a full disk) puts every file back, so ERR_WRITE_FAILED means nothing changed.
         kept: list[tuple[Path, Path | None]] = []
+        spare = self._spare() if len(staged) == 1 else None
         try:
             rel = ev.shard_relpath(self.writer_id, txn.at)
             # Every target was checked when staged; the shard's folders too, before anything is written.
             refuse_symlinks(self.root, (self.layout.events / rel).parent)
             if len(staged) == 1:
-                self._write_one(staged[0], kept)
+                self._write_one(staged[0], kept, spare)
             else:
                 self._write_journaled(staged, kept)
             lines = b"".join(ev.encode(s.event) for s in staged)
@@ -374,10 +384,12 @@ class Store:
             _undo(kept, journal)
             raise CodexmemError("ERR_WRITE_FAILED", f"could not write to the store: {exc.strerror or exc}") from None
         # Logged: the change is committed (a journal left behind is finished by the next writer).
-        for path in [journal] + [backup for _, backup in kept]:
-            if path is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(path)
+        if journal is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(journal)
+        for _, backup in kept:
+            if backup is not None:
+                set_aside(backup, spare)
         try:
             with index.transaction() as conn:
                 for s in staged:
@@ -391,14 +403,28 @@ class Store:
                 with contextlib.suppress(OSError):
                     os.unlink(index.path)
 
-    def _write_one(self, s: _Staged, kept: list[tuple[Path, Path | None]]) -> None:
+    def _write_one(self, s: _Staged, kept: list[tuple[Path, Path | None]], spare: Path | None) -> None:
         path = self.layout.path(s.kind, s.rid, s.channel)
         kept.append((path, _link_aside(path)))
         if s.data is None:
             os.unlink(path)
             fsync_dir(path.parent)
         else:
-            atomic_write(path, s.raw)
+            atomic_write(path, s.raw, spare=spare)
+
+    def _spare(self) -> Path | None:
+        """The spare file (``store/atomic.py:write_spare``), or None when the cache is not a real,
+        writable folder on the store's own file system (a rename cannot cross file systems)."""
+        if self._spare_usable is None:
+            try:
+                self._spare_usable = (
+                    self._cache_writable() and os.stat(self.layout.cache).st_dev == os.stat(self.root).st_dev
+                )
+            except OSError:
+                self._spare_usable = False
+        if not self._spare_usable or symlink_below(self.root, self.layout.cache) is not None:
+            return None  # checked on every write: a symlink planted since never takes a file outside
+        return self.layout.spare
 
     def _write_journaled(self, staged: list[_Staged], kept: list[tuple[Path, Path | None]]) -> Path:
         """Temporary files, a journal naming them, the renames; the caller drops the journal."""
