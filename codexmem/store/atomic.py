@@ -86,15 +86,20 @@ def write_spare(spare: Path, data: bytes) -> bool:
 
 def atomic_write(path: Path, data: bytes, *, spare: Path | None = None) -> None:
     """Temporary file (the ``spare`` when there is one), fsync, rename over ``path``, fsync the directory."""
-    tmp = spare if spare is not None and write_spare(spare, data) else write_temp(path, data)
-    try:
+    if spare is not None and write_spare(spare, data):
         try:
-            os.replace(tmp, path)
-        except FileNotFoundError:
-            if tmp != spare:
-                raise
-            path.parent.mkdir(parents=True, exist_ok=True)  # the record's folder does not exist yet
-            os.replace(tmp, path)
+            os.replace(spare, path)
+        except OSError:
+            # The record's folder is new, or the cache is a mount of its own (a rename cannot
+            # cross one): drop the spare and write beside the record as below.
+            with contextlib.suppress(OSError):
+                os.unlink(spare)
+        else:
+            fsync_dir(path.parent)
+            return
+    tmp = write_temp(path, data)
+    try:
+        os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
