@@ -10,7 +10,7 @@ from pathlib import Path
 from store_fixtures import ACTOR, bump, handoff_model, index_snapshot, new_store, start_session, write_note
 
 from codexmem.store.check import check_store
-from codexmem.store.layout import HANDOFF, NOTE
+from codexmem.store.layout import HANDOFF, NOTE, serialize
 from codexmem.store.store import Store
 
 
@@ -47,11 +47,16 @@ def test_a_longer_then_a_shorter_write_leaves_no_old_bytes_behind(tmp_path: Path
     store = new_store(tmp_path / "store")
     session = start_session(store)
     note_id = write_note(store, session, title="short")
+    path = _note_path(store, note_id)
     for content in ("x" * 5000, "tiny", "y" * 300):
+        spare_inode = store.layout.spare.stat().st_ino if store.layout.spare.exists() else None
         bump(store, NOTE, note_id, {"content": content})
-        on_disk = _note_path(store, note_id).read_text()
-        assert on_disk.endswith(content + "\n") or on_disk.rstrip("\n").endswith(content)
-        assert store.read_file(NOTE, note_id)["content"] == content  # type: ignore[index]
+        if spare_inode is not None:
+            assert path.stat().st_ino == spare_inode  # written over the spare
+        record = store.read_file(NOTE, note_id)
+        assert record is not None and record["content"] == content
+        assert path.read_bytes() == serialize(NOTE, record)  # exactly the record, nothing after it
+    assert b"xxxx" not in path.read_bytes()
 
 
 def test_a_spare_linked_elsewhere_is_never_written_through(tmp_path: Path) -> None:
