@@ -176,6 +176,14 @@ def index_snapshot(store: Store) -> dict[str, list[dict[str, Any]]]:
     return {kind.name: index.select(kind, order=order) for kind in (SESSION, NOTE, HANDOFF, IMPORT)}
 
 
+def assert_index_equals_rebuild(store: Store) -> dict[str, list[dict[str, Any]]]:
+    """The index as kept equals one rebuilt from the files; returns what it held."""
+    snapshot = index_snapshot(store)
+    store.index.rebuild()
+    assert index_snapshot(store) == snapshot
+    return snapshot
+
+
 def index_event_ids(store: Store, *, include_synthesized: bool = True) -> set[str]:
     rows = store.index.conn.execute("SELECT event_id, synthesized FROM events").fetchall()
     return {r[0] for r in rows if include_synthesized or not r[1]}

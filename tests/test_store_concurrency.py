@@ -9,8 +9,8 @@ from pathlib import Path
 
 from store_fixtures import (
     append_to_note,
+    assert_index_equals_rebuild,
     concurrent_writer,
-    index_snapshot,
     new_store,
     shard_events,
     start_session,
@@ -84,10 +84,8 @@ def test_four_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
     assert not [p for p in store.root.rglob(TMP_PREFIX + "*")]
     assert check_store(store.root).findings == []
     fresh = Store(store.root)
-    snapshot = index_snapshot(fresh)
+    snapshot = assert_index_equals_rebuild(fresh)
     assert len(snapshot["note"]) == 3 + len(creates)
-    fresh.index.rebuild()
-    assert index_snapshot(fresh) == snapshot
 
 
 def test_threads_of_one_process_share_a_store_safely(tmp_path: Path) -> None:

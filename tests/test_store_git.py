@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from store_fixtures import (
     ACTOR,
+    assert_index_equals_rebuild,
     commit_all,
     git,
     index_event_ids,
-    index_snapshot,
     make_repo,
     shard_events,
     write_note,
@@ -111,9 +111,7 @@ def test_two_branches_writing_memory_merge_cleanly(tmp_path: Path, monkeypatch: 
     assert index.get(NOTE, base_note)["status"] == "resolved"  # type: ignore[index]
     assert index.get(SESSION, b_session) is not None
     _assert_index_matches_files(watcher)
-    snapshot = index_snapshot(watcher)
-    watcher.index.rebuild()
-    assert index_snapshot(watcher) == snapshot
+    assert_index_equals_rebuild(watcher)
 
     # Checking out back and forth keeps the index right each time.
     for branch, expected in [

@@ -7,7 +7,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from store_fixtures import ACTOR, bump, handoff_model, index_snapshot, new_store, start_session, write_note
+from store_fixtures import (
+    ACTOR,
+    assert_index_equals_rebuild,
+    bump,
+    handoff_model,
+    new_store,
+    start_session,
+    write_note,
+)
 
 from codexmem.store.check import check_store
 from codexmem.store.layout import HANDOFF, NOTE, serialize
@@ -38,9 +46,7 @@ def test_the_replaced_file_becomes_the_next_writes_file(tmp_path: Path) -> None:
     assert "title: first, edited\n" in _note_path(store, first).read_text()
     assert _leftovers(store.root) == []
     assert check_store(store.root).errors == []
-    snapshot = index_snapshot(store)
-    store.index.rebuild()
-    assert index_snapshot(store) == snapshot
+    assert_index_equals_rebuild(store)
 
 
 def test_a_longer_then_a_shorter_write_leaves_no_old_bytes_behind(tmp_path: Path) -> None:
