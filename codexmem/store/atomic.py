@@ -20,6 +20,13 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """``os.write`` until every byte is written (one call may write only part)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def write_temp(path: Path, data: bytes) -> Path:
     """Write ``data`` to a fresh temporary file beside ``path`` and fsync it; return its path.
 
@@ -34,10 +41,7 @@ def write_temp(path: Path, data: bytes) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(tmp, flags, 0o644)
     try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
+        write_all(fd, data)
         os.fsync(fd)
     except BaseException:
         os.close(fd)
@@ -69,10 +73,7 @@ def write_spare(spare: Path, data: bytes) -> bool:
             with contextlib.suppress(OSError):
                 os.unlink(spare)
             return False
-        view = memoryview(data)
-        offset = 0
-        while offset < len(view):
-            offset += os.pwrite(fd, view[offset:], offset)
+        write_all(fd, data)  # from offset 0: just opened, without O_APPEND
         os.ftruncate(fd, len(data))
         os.fsync(fd)
     except BaseException:
@@ -134,10 +135,8 @@ def append_line(path: Path, line: bytes) -> int:
             # event is the last step), so drop the fragment rather than leave a malformed line.
             size = _last_line_end(fd, size)
             os.ftruncate(fd, size)
-        view = memoryview(line)
         try:
-            while view:
-                view = view[os.write(fd, view) :]
+            write_all(fd, line)
             os.fsync(fd)
         except OSError:
             # A full disk can take part of the line: cut it off at once, leaving the shard as it was.
