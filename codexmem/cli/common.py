@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from codexmem.store.locate import locate_store
 
-if TYPE_CHECKING:  # the store module pulls in filelock, YAML and SQLite: not before `serve` lists its tools
+if TYPE_CHECKING:  # the store module pulls in pydantic models, YAML and SQLite: not before `serve` lists its tools
     from codexmem.store.store import Store
 
 
