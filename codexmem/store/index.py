@@ -1016,10 +1016,7 @@ class Index:
         Keyed on the content hash, so it is never stale: a write path reads the file (the truth)
         and skips only the YAML parse and model validation of bytes the index already parsed.
         """
-        with self._mutex:
-            row = self.conn.execute(
-                "SELECT hash, data FROM records WHERE kind=? AND id=? AND channel IS ?", (kind.name, rid, channel)
-            ).fetchone()
+        row = self._record_row("hash, data", kind, rid, channel)
         if row is None or row[0] != _hash(raw):
             return None
         data: dict[str, Any] = json.loads(row[1])
@@ -1031,11 +1028,15 @@ class Index:
 
     def get_json(self, kind: Kind, rid: str, channel: str | None = None) -> str | None:
         """The record as the index keeps it (compact JSON), unparsed: a cache key as it stands."""
-        with self._mutex:
-            row = self.conn.execute(
-                "SELECT data FROM records WHERE kind=? AND id=? AND channel IS ?", (kind.name, rid, channel)
-            ).fetchone()
+        row = self._record_row("data", kind, rid, channel)
         return str(row[0]) if row else None
+
+    def _record_row(self, columns: str, kind: Kind, rid: str, channel: str | None) -> tuple[Any, ...] | None:
+        with self._mutex:
+            row: tuple[Any, ...] | None = self.conn.execute(
+                f"SELECT {columns} FROM records WHERE kind=? AND id=? AND channel IS ?", (kind.name, rid, channel)
+            ).fetchone()
+        return row
 
     def select(
         self,
@@ -1160,16 +1161,14 @@ class Index:
         relevance: dict[int, int] = {}  # rowid -> 1 or 2
         with self._mutex:
             try:
+                prefix, stem = query.prefix_match(), query.stem_match()
                 for (prefix_table, stem_table), names in groups.items():
-                    prefix = query.prefix_match()
                     found = self._candidates(prefix_table, prefix, names, filters, filter_params, 0, limit)
                     # The newest ``limit`` of either table: once the prefix table filled its
                     # window, the stem table is read within it only. Its matches only add candidates
                     # (a title holding a word's stem but not the word ranks as a match elsewhere).
                     lowest = found[-1] if len(found) == limit else 0
-                    stems = self._candidates(
-                        stem_table, query.stem_match(), names, filters, filter_params, lowest, limit
-                    )
+                    stems = self._candidates(stem_table, stem, names, filters, filter_params, lowest, limit)
                     relevance.update(dict.fromkeys(found + stems, 1))
                     relevance.update(dict.fromkeys(self._in_title_or_tags(prefix_table, prefix, found), 2))
             except sqlite3.OperationalError:
