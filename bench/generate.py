@@ -67,14 +67,41 @@ GIT_ENV = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM":
 # ------------------------------------------------------------------------------ vocabulary
 
 AREAS = (
-    "payment method validation", "order submission", "idempotency keys", "the retry policy", "webhook signatures",
-    "the pagination cursor", "cache invalidation", "the feature flag service", "the orders migration",
-    "the rate limiter", "refund processing", "invoice numbering", "the outbox table", "currency rounding",
-    "the address normalizer", "tax calculation", "the session store", "JWT verification", "the search index",
-    "the export job", "time zone handling", "the notification worker", "bulk order import", "inventory holds",
-    "the checkout form", "the API gateway", "the OpenAPI spec", "database connection pooling", "the audit log",
-    "the discount engine", "shipment tracking", "the customer merge tool", "the health checks", "log sampling",
-)  # fmt: skip
+    "payment method validation",
+    "order submission",
+    "idempotency keys",
+    "the retry policy",
+    "webhook signatures",
+    "the pagination cursor",
+    "cache invalidation",
+    "the feature flag service",
+    "the orders migration",
+    "the rate limiter",
+    "refund processing",
+    "invoice numbering",
+    "the outbox table",
+    "currency rounding",
+    "the address normalizer",
+    "tax calculation",
+    "the session store",
+    "JWT verification",
+    "the search index",
+    "the export job",
+    "time zone handling",
+    "the notification worker",
+    "bulk order import",
+    "inventory holds",
+    "the checkout form",
+    "the API gateway",
+    "the OpenAPI spec",
+    "database connection pooling",
+    "the audit log",
+    "the discount engine",
+    "shipment tracking",
+    "the customer merge tool",
+    "the health checks",
+    "log sampling",
+)
 DECISIONS = (
     "{area} is owned by one module and every caller goes through it",
     "Use {tech} for {area}",
@@ -117,11 +144,25 @@ TODOS = (
     "Split {area} into its own package",
 )
 TITLES = {
-    "decision": DECISIONS, "bugfix": BUGFIXES, "discovery": DISCOVERIES, "constraint": CONSTRAINTS,
-    "preference": PREFERENCES, "todo": TODOS,
-}  # fmt: skip
-TECH = ("a generated enum", "the outbox pattern", "an advisory lock", "a ULID key", "a token bucket",
-        "optimistic locking", "a read-through cache", "server-sent events", "a saga", "a partial index")  # fmt: skip
+    "decision": DECISIONS,
+    "bugfix": BUGFIXES,
+    "discovery": DISCOVERIES,
+    "constraint": CONSTRAINTS,
+    "preference": PREFERENCES,
+    "todo": TODOS,
+}
+TECH = (
+    "a generated enum",
+    "the outbox pattern",
+    "an advisory lock",
+    "a ULID key",
+    "a token bucket",
+    "optimistic locking",
+    "a read-through cache",
+    "server-sent events",
+    "a saga",
+    "a partial index",
+)
 SENTENCES = (
     "The change keeps {area} compatible with the clients released this quarter.",
     "We measured the old behaviour on staging before touching {area}.",
@@ -171,18 +212,70 @@ SPECIFIC = (
     "The {queue} dead-letter queue had {number} messages from {service2}.",
     "Partitioning {store} by {field} cut {metric} by half.",
 )
-SERVICES = ("order-api", "order-web", "order-worker", "billing", "ledger", "catalog", "identity", "notifier",
-            "gateway", "search-indexer", "fulfillment", "pricing")  # fmt: skip
-COMPONENTS = ("the checkout controller", "the payment client", "the retry middleware", "the outbox relay",
-              "the cursor encoder", "the webhook verifier", "the invoice renderer", "the tax adapter",
-              "the session cache", "the importer", "the scheduler", "the address parser", "the price calculator",
-              "the event bus adapter", "the CSV exporter", "the token validator", "the rate limiter",
-              "the feature flag client", "the read model projector", "the refund worker")  # fmt: skip
-METRICS = ("latency", "error-rate", "saturation", "queue-depth", "cache-hit", "cpu", "memory", "throughput",
-           "connection-pool", "gc-pause")  # fmt: skip
-FIELDS = ("order_id", "customer_id", "payment_method", "currency", "idempotency_key", "shipping_address",
-          "tax_code", "invoice_number", "sku", "discount_code", "tenant_id", "created_at", "status",
-          "total_cents")  # fmt: skip
+SERVICES = (
+    "order-api",
+    "order-web",
+    "order-worker",
+    "billing",
+    "ledger",
+    "catalog",
+    "identity",
+    "notifier",
+    "gateway",
+    "search-indexer",
+    "fulfillment",
+    "pricing",
+)
+COMPONENTS = (
+    "the checkout controller",
+    "the payment client",
+    "the retry middleware",
+    "the outbox relay",
+    "the cursor encoder",
+    "the webhook verifier",
+    "the invoice renderer",
+    "the tax adapter",
+    "the session cache",
+    "the importer",
+    "the scheduler",
+    "the address parser",
+    "the price calculator",
+    "the event bus adapter",
+    "the CSV exporter",
+    "the token validator",
+    "the rate limiter",
+    "the feature flag client",
+    "the read model projector",
+    "the refund worker",
+)
+METRICS = (
+    "latency",
+    "error-rate",
+    "saturation",
+    "queue-depth",
+    "cache-hit",
+    "cpu",
+    "memory",
+    "throughput",
+    "connection-pool",
+    "gc-pause",
+)
+FIELDS = (
+    "order_id",
+    "customer_id",
+    "payment_method",
+    "currency",
+    "idempotency_key",
+    "shipping_address",
+    "tax_code",
+    "invoice_number",
+    "sku",
+    "discount_code",
+    "tenant_id",
+    "created_at",
+    "status",
+    "total_cents",
+)
 DATASTORES = ("Postgres", "Redis", "Elasticsearch", "DynamoDB", "SQLite", "ClickHouse")
 QUEUES = ("orders.events", "payments.events", "billing.jobs", "notifications", "audit.log", "inventory.updates")
 EVENTS = ("OrderPlaced", "PaymentCaptured", "RefundIssued", "InvoiceSent", "StockReserved", "CustomerMerged")
@@ -195,29 +288,67 @@ CURRENCIES = ("EUR", "USD", "JPY", "GBP", "CHF", "SEK", "BRL")
 
 def _slots(rng: random.Random, area: str) -> dict[str, str]:
     return {
-        "area": area, "tech": rng.choice(TECH), "service": rng.choice(SERVICES), "service2": rng.choice(SERVICES),
-        "component": rng.choice(COMPONENTS), "metric": rng.choice(METRICS), "field": rng.choice(FIELDS),
-        "store": rng.choice(DATASTORES), "queue": rng.choice(QUEUES), "event": rng.choice(EVENTS),
-        "lib": rng.choice(LIBS), "env": rng.choice(ENVS), "person": rng.choice(PERSONS),
-        "person2": rng.choice(PERSONS), "team": rng.choice(TEAMS), "currency": rng.choice(CURRENCIES),
+        "area": area,
+        "tech": rng.choice(TECH),
+        "service": rng.choice(SERVICES),
+        "service2": rng.choice(SERVICES),
+        "component": rng.choice(COMPONENTS),
+        "metric": rng.choice(METRICS),
+        "field": rng.choice(FIELDS),
+        "store": rng.choice(DATASTORES),
+        "queue": rng.choice(QUEUES),
+        "event": rng.choice(EVENTS),
+        "lib": rng.choice(LIBS),
+        "env": rng.choice(ENVS),
+        "person": rng.choice(PERSONS),
+        "person2": rng.choice(PERSONS),
+        "team": rng.choice(TEAMS),
+        "currency": rng.choice(CURRENCIES),
         "number": str(rng.choice((2, 3, 5, 8, 10, 15, 30, 45, 60, 120, 250, 500, 800, 1200))),
-        "number2": str(rng.randint(1, 999)), "ticket": f"INC-{rng.randint(100, 9999)}",
+        "number2": str(rng.randint(1, 999)),
+        "ticket": f"INC-{rng.randint(100, 9999)}",
         "flag": f"{area.split()[-1].lower()}_{rng.choice(('v2', 'rewrite', 'strict', 'async'))}",
         "job": f"{rng.choice(('sync', 'cleanup', 'reconcile', 'export'))}-{rng.choice(FIELDS).split('_')[0]}",
         "path": f"secret/{rng.choice(SERVICES)}/{rng.choice(('db', 'api', 'smtp'))}",
         "endpoint": f"/v{rng.randint(1, 3)}/{rng.choice(('orders', 'payments', 'invoices', 'refunds'))}",
-        "version": f"{rng.randint(3, 9)}.{rng.randint(0, 30)}", "customer": f"C-{rng.randint(1000, 99999)}",
-    }  # fmt: skip
+        "version": f"{rng.randint(3, 9)}.{rng.randint(0, 30)}",
+        "customer": f"C-{rng.randint(1000, 99999)}",
+    }
 
 
 FILE_DIRS = ("internal/order", "internal/payment", "api", "cmd/worker", "web/src/checkout", "pkg/billing", "migrations")
 FILE_NAMES = ("validation", "handler", "service", "repository", "client", "retry", "cursor", "limits", "schema", "jobs")
 FILE_EXTS = (".go", ".go", ".ts", ".sql", ".yaml")
 TAGS = (
-    "api", "payments", "validation", "frontend", "backend", "worker", "database", "migration", "performance",
-    "security", "testing", "observability", "retry", "idempotency", "cache", "search", "billing", "spec",
-    "go", "typescript", "postgres", "kafka", "flags", "incident", "tech-debt", "ux", "mobile", "docs",
-)  # fmt: skip
+    "api",
+    "payments",
+    "validation",
+    "frontend",
+    "backend",
+    "worker",
+    "database",
+    "migration",
+    "performance",
+    "security",
+    "testing",
+    "observability",
+    "retry",
+    "idempotency",
+    "cache",
+    "search",
+    "billing",
+    "spec",
+    "go",
+    "typescript",
+    "postgres",
+    "kafka",
+    "flags",
+    "incident",
+    "tech-debt",
+    "ux",
+    "mobile",
+    "docs",
+)
 TASKS = (
     "Harden {area}",
     "Investigate flaky tests around {area}",
@@ -228,11 +359,15 @@ TASKS = (
     "Clean up {area} after the migration",
 )
 STEPS = (
-    "Run the full regression suite against staging", "Open the follow-up pull request for {area}",
-    "Ask the API team to confirm the contract for {area}", "Remove the temporary logging from {area}",
-    "Flip the flag for the remaining tenants", "Write the runbook entry for {area}",
-    "Check the dashboards after the nightly batch", "Backport the fix to the release branch",
-)  # fmt: skip
+    "Run the full regression suite against staging",
+    "Open the follow-up pull request for {area}",
+    "Ask the API team to confirm the contract for {area}",
+    "Remove the temporary logging from {area}",
+    "Flip the flag for the remaining tenants",
+    "Write the runbook entry for {area}",
+    "Check the dashboards after the nightly batch",
+    "Backport the fix to the release branch",
+)
 
 
 @dataclass(frozen=True)
@@ -343,8 +478,11 @@ def _config() -> dict[str, Any]:
     for name in PROJECTS:
         pid = "proj_" + name.replace("-", "_")
         decl: dict[str, Any] = {
-            "id": pid, "name": name, "system": SYSTEM_ID, "remotes": [f"git@github.com:example/{name}.git"],
-        }  # fmt: skip
+            "id": pid,
+            "name": name,
+            "system": SYSTEM_ID,
+            "remotes": [f"git@github.com:example/{name}.git"],
+        }
         if name == "order-web":
             decl["relations"] = [{"project": "proj_order_api", "relation_type": "calls_api_of"}]
         if name == "order-worker":
@@ -402,50 +540,87 @@ def _memory_plan(rng: random.Random, notes: int, workspaces: list[Workspace]) ->
             note_ids.append(nid)
             status = rng.choices(("active", "resolved", "superseded"), weights=(70, 20, 10))[0]
             data = {
-                "note_id": nid, "version": 1, "scope": ws.scope(), "session_id": sid, "type": ntype,
-                "title": title, "importance": rng.choices((1, 2, 3, 4, 5), weights=(10, 20, 35, 25, 10))[0],
-                "status": "active", "source": "codex_explicit" if rng.random() < 0.9 else "watcher_import",
-                "tags": sorted(set(rng.sample(TAGS, rng.randint(1, 4)))), "file_paths": _paths(rng, rng.randint(0, 4)),
-                "created_at": _ts(at), "updated_at": _ts(at), "content": _content(rng, topic),
-            }  # fmt: skip
+                "note_id": nid,
+                "version": 1,
+                "scope": ws.scope(),
+                "session_id": sid,
+                "type": ntype,
+                "title": title,
+                "importance": rng.choices((1, 2, 3, 4, 5), weights=(10, 20, 35, 25, 10))[0],
+                "status": "active",
+                "source": "codex_explicit" if rng.random() < 0.9 else "watcher_import",
+                "tags": sorted(set(rng.sample(TAGS, rng.randint(1, 4)))),
+                "file_paths": _paths(rng, rng.randint(0, 4)),
+                "created_at": _ts(at),
+                "updated_at": _ts(at),
+                "content": _content(rng, topic),
+            }
             first.append(Put(at, person, "note", data))
             if status != "active":
                 moved = at + timedelta(days=rng.randint(1, 60), milliseconds=rng.randint(0, 999))
                 if moved < END:
                     later.append(
-                        Put(moved, rng.choice(PEOPLE), "note", {**data, "version": 2, "status": status,
-                            "updated_at": _ts(moved)}, "status_changed", ("status",))
-                    )  # fmt: skip
+                        Put(
+                            moved,
+                            rng.choice(PEOPLE),
+                            "note",
+                            {**data, "version": 2, "status": status, "updated_at": _ts(moved)},
+                            "status_changed",
+                            ("status",),
+                        )
+                    )
         ended = at + timedelta(minutes=rng.randint(5, 40))
         age_days = (END - began).days
         state = rng.choices(("ended", "recovered", "paused"), weights=(90, 6, 4))[0]
         session = {
-            "session_id": sid, "version": 1, "scope": ws.scope(), "status": "active", "task": _fill(
-                rng.choice(TASKS), rng, area), "branch_name": f"feat/{area.split()[-1].lower()}-{n % 97}",
-            "workspace_root": str(ws.root), "started_at": _ts(began), "updated_at": _ts(began),
-        }  # fmt: skip
+            "session_id": sid,
+            "version": 1,
+            "scope": ws.scope(),
+            "status": "active",
+            "task": _fill(rng.choice(TASKS), rng, area),
+            "branch_name": f"feat/{area.split()[-1].lower()}-{n % 97}",
+            "workspace_root": str(ws.root),
+            "started_at": _ts(began),
+            "updated_at": _ts(began),
+        }
         first.append(Put(began, person, "session", session))
         final = {**session, "version": 2, "status": state, "updated_at": _ts(ended)}
         if state != "paused":
             final["ended_at"] = _ts(ended)
-        later.append(Put(ended, person, "session", final, "ended" if state == "ended" else "status_changed",
-                         ("ended_at", "status") if state != "paused" else ("status",)))  # fmt: skip
+        later.append(
+            Put(
+                ended,
+                person,
+                "session",
+                final,
+                "ended" if state == "ended" else "status_changed",
+                ("ended_at", "status") if state != "paused" else ("status",),
+            )
+        )
         if rng.random() < 0.8:
             hat = ended - timedelta(minutes=1)
             hid = _ulid_at("handoff", hat, rng)
             recent = age_days < 30
             status = rng.choices(("open", "completed", "abandoned"), weights=(60, 35, 5) if recent else (8, 80, 12))[0]
             handoff = {
-                "handoff_id": hid, "version": 1, "scope": ws.scope(), "session_id": sid,
-                "kind": rng.choice(("final", "final", "checkpoint")), "task": session["task"], "status": "open",
+                "handoff_id": hid,
+                "version": 1,
+                "scope": ws.scope(),
+                "session_id": sid,
+                "kind": rng.choice(("final", "final", "checkpoint")),
+                "task": session["task"],
+                "status": "open",
                 "source": "codex_explicit",
                 "next_steps": [_fill(rng.choice(STEPS), rng, area) for _ in range(rng.randint(1, 4))],
                 "completed": [f"Landed the change to {area}"] if rng.random() < 0.7 else [],
                 "open_questions": [f"Does {rng.choice(AREAS)} need the same fix?"] if rng.random() < 0.4 else [],
                 "risks": [f"{_capital(area)} may slow down under peak load"] if rng.random() < 0.3 else [],
-                "files_touched": _paths(rng, rng.randint(1, 5)), "related_note_ids": note_ids[:3],
-                "created_at": _ts(hat), "updated_at": _ts(hat), "summary": _content(rng, area)[:1500],
-            }  # fmt: skip
+                "files_touched": _paths(rng, rng.randint(1, 5)),
+                "related_note_ids": note_ids[:3],
+                "created_at": _ts(hat),
+                "updated_at": _ts(hat),
+                "summary": _content(rng, area)[:1500],
+            }
             first.append(Put(hat, person, "handoff", handoff))
             if status != "open":
                 closed = hat + timedelta(days=rng.randint(1, 20), milliseconds=rng.randint(0, 999))
@@ -473,8 +648,14 @@ def _item_plan(rng: random.Random, count: int) -> list[list[Put]]:
             values.update(example._triage(rng, at))
         iid = _ulid_at("item", at, rng)
         person = rng.choice(PEOPLE)
-        item = {"item_id": iid, "record_channel_id": "bugs", "version": 1, "created_at": _ts(at),
-                "updated_at": _ts(at), "values": values}  # fmt: skip
+        item = {
+            "item_id": iid,
+            "record_channel_id": "bugs",
+            "version": 1,
+            "created_at": _ts(at),
+            "updated_at": _ts(at),
+            "values": values,
+        }
         creates.append(Put(at, person, "item", item))
         if rng.random() < 0.3:
             edit_at = at + timedelta(hours=rng.randint(2, 200), milliseconds=rng.randint(0, 999))
@@ -490,8 +671,12 @@ def _item_plan(rng: random.Random, count: int) -> list[list[Put]]:
                 if rng.random() < 0.4:
                     later = edit_at + timedelta(hours=rng.randint(2, 200), milliseconds=rng.randint(0, 999))
                     if later < END:
-                        v3 = {**v2, "version": 3, "updated_at": _ts(later),
-                              "values": {**v2["values"], "status": rng.choice(("fixed", "wont_fix"))}}  # fmt: skip
+                        v3 = {
+                            **v2,
+                            "version": 3,
+                            "updated_at": _ts(later),
+                            "values": {**v2["values"], "status": rng.choice(("fixed", "wont_fix"))},
+                        }
                         thirds.append(Put(later, rng.choice(PEOPLE), "item", v3, "updated", ("status",)))
     return [sorted(p, key=lambda x: x.at) for p in (creates, seconds, thirds)]
 

@@ -73,14 +73,27 @@ class Server:
     @classmethod
     async def start(cls, store: Path, cwd: Path) -> Server:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "codexmem", "serve", "--store", str(store),
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
-            cwd=cwd, limit=1 << 24,
-        )  # fmt: skip
+            sys.executable,
+            "-m",
+            "codexmem",
+            "serve",
+            "--store",
+            str(store),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            cwd=cwd,
+            limit=1 << 24,
+        )
         server = cls(proc)
-        await server.request("initialize", {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "load", "version": "1"},
-        })  # fmt: skip
+        await server.request(
+            "initialize",
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "load", "version": "1"},
+            },
+        )
         await server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         return server
 
@@ -152,10 +165,17 @@ async def run_worker(w: Worker, root: Path, repo: Path, items: list[str], start:
             tag = f"w{w.n}-{n}"
             roll = rng.random()
             if roll < 0.40:
-                envelope, took = await server.call("memory_save_note", {
-                    "scope": scope, "session_id": session, "type": "discovery", "title": f"load note {tag}",
-                    "content": f"Written by {tag} under load.", "importance": 3,
-                })  # fmt: skip
+                envelope, took = await server.call(
+                    "memory_save_note",
+                    {
+                        "scope": scope,
+                        "session_id": session,
+                        "type": "discovery",
+                        "title": f"load note {tag}",
+                        "content": f"Written by {tag} under load.",
+                        "importance": 3,
+                    },
+                )
                 if envelope["ok"]:
                     w.notes.append(envelope["data"]["note"]["note_id"])
             elif roll < 0.85:
@@ -166,10 +186,16 @@ async def run_worker(w: Worker, root: Path, repo: Path, items: list[str], start:
                     w.unexpected.append(read)
                     continue
                 version = read["data"]["item"]["version"]
-                envelope, took = await server.call("edit_record_item", {
-                    "record_channel_id": "load", "item_id": item, "values": {"title": tag, "points": n},
-                    "expected_version": version, "idempotency_key": tag,
-                })  # fmt: skip
+                envelope, took = await server.call(
+                    "edit_record_item",
+                    {
+                        "record_channel_id": "load",
+                        "item_id": item,
+                        "values": {"title": tag, "points": n},
+                        "expected_version": version,
+                        "idempotency_key": tag,
+                    },
+                )
                 if envelope["ok"]:
                     w.edits.append((item, envelope["data"]["item"]["version"], tag))
                 elif envelope["error"]["code"] == "ERR_VERSION_CONFLICT":
@@ -178,11 +204,19 @@ async def run_worker(w: Worker, root: Path, repo: Path, items: list[str], start:
                     w.latencies.append(took)
                     continue
             else:
-                envelope, took = await server.call("memory_save_imported_note", {
-                    "scope": scope, "session_id": session, "source": "watcher_import", "external_id": f"load:{tag}",
-                    "type": "discovery", "title": f"imported {tag}", "content": f"Imported by {tag}.",
-                    "importance": 3,
-                })  # fmt: skip
+                envelope, took = await server.call(
+                    "memory_save_imported_note",
+                    {
+                        "scope": scope,
+                        "session_id": session,
+                        "source": "watcher_import",
+                        "external_id": f"load:{tag}",
+                        "type": "discovery",
+                        "title": f"imported {tag}",
+                        "content": f"Imported by {tag}.",
+                        "importance": 3,
+                    },
+                )
                 if envelope["ok"]:
                     w.imports.append((envelope["data"]["note"]["note_id"], envelope["data"]["import"]["import_id"]))
             w.latencies.append(took)

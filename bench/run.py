@@ -85,10 +85,33 @@ SHORT = {
 OWNERS = ("aiko", "mika", "ren")
 STATUSES = ("triaged", "in_progress", "fixed", "wont_fix")
 SEARCH_WORDS = (
-    "payment", "retry", "cursor", "idempotency", "webhook", "cache", "migration", "timeout", "refund",
-    "invoice", "currency", "rounding", "outbox", "flag", "rate", "limiter", "validation", "staging",
-    "regression", "rollout", "time zone", "pagination", "signature", "export", "ledger", "tenant",
-)  # fmt: skip
+    "payment",
+    "retry",
+    "cursor",
+    "idempotency",
+    "webhook",
+    "cache",
+    "migration",
+    "timeout",
+    "refund",
+    "invoice",
+    "currency",
+    "rounding",
+    "outbox",
+    "flag",
+    "rate",
+    "limiter",
+    "validation",
+    "staging",
+    "regression",
+    "rollout",
+    "time zone",
+    "pagination",
+    "signature",
+    "export",
+    "ledger",
+    "tenant",
+)
 FULL_SCAN_INTERVAL_S = 5.0
 SESSION_ROUNDS = 20
 """Writes go to one session for this many rounds, then to a new one (a Codex session saves tens of
@@ -285,8 +308,9 @@ async def bench_size(notes: int, calls: int, idle_samples: int, seed: int) -> Si
         sampler = RssSampler(server_pid(store))
         with sampler:
             t0 = time.perf_counter()
-            boot = await call("memory_bootstrap_session", {"cwd": home["root"], "task": "benchmark the memory tools"},
-                              timed=False)  # fmt: skip
+            boot = await call(
+                "memory_bootstrap_session", {"cwd": home["root"], "task": "benchmark the memory tools"}, timed=False
+            )
             result.first_call_ms = (time.perf_counter() - t0) * 1000
             result.rss_after_open = psutil.Process(sampler.proc.pid).memory_info().rss
             session_id = boot["data"]["session"]["session_id"]
@@ -295,8 +319,9 @@ async def bench_size(notes: int, calls: int, idle_samples: int, seed: int) -> Si
             cursors = [poll0["data"]["next_since"]]
             latest = await call("poll_resource_events", {"since": cursors[0], "limit": 500}, timed=False)
             while latest["data"]["has_more"]:
-                latest = await call("poll_resource_events", {"since": latest["data"]["next_since"], "limit": 500},
-                                    timed=False)  # fmt: skip
+                latest = await call(
+                    "poll_resource_events", {"since": latest["data"]["next_since"], "limit": 500}, timed=False
+                )
             cursors.append(latest["data"]["next_since"])
             versions: dict[str, int] = {}
             n = 0
@@ -306,20 +331,22 @@ async def bench_size(notes: int, calls: int, idle_samples: int, seed: int) -> Si
                 n += 1
                 if n % SESSION_ROUNDS == 0:  # a new Codex session (in some workspace) takes over the writes
                     await call("memory_end_session", {"session_id": session_id}, timed=False)
-                    started = await call("memory_start_session", {"scope": _scope_of(rng.choice(workspaces))},
-                                         timed=False)  # fmt: skip
+                    started = await call(
+                        "memory_start_session", {"scope": _scope_of(rng.choice(workspaces))}, timed=False
+                    )
                     session_id = started["data"]["session"]["session_id"]
                     scope = _scope_of(started["data"]["session"]["scope"])
                 ws = rng.choice(workspaces)
                 boot = await call(
                     "memory_bootstrap_session",
-                    {"cwd": ws["root"], "task": generate._fill(rng.choice(generate.TASKS), rng,
-                                                               rng.choice(generate.AREAS))},
+                    {
+                        "cwd": ws["root"],
+                        "task": generate._fill(rng.choice(generate.TASKS), rng, rng.choice(generate.AREAS)),
+                    },
                     timed=timed,
-                )  # fmt: skip
+                )
                 if boot.get("ok"):
-                    await call("memory_end_session", {"session_id": boot["data"]["session"]["session_id"]},
-                               timed=False)  # fmt: skip
+                    await call("memory_end_session", {"session_id": boot["data"]["session"]["session_id"]}, timed=False)
                 await call("memory_search", _search_args(rng, _scope_of(rng.choice(workspaces))), timed=timed)
                 await call("memory_get_recent", {"scope": _scope_of(rng.choice(workspaces))}, timed=timed)
                 await call("memory_save_note", _note_args(rng, scope, session_id, n), timed=timed)
@@ -332,14 +359,22 @@ async def bench_size(notes: int, calls: int, idle_samples: int, seed: int) -> Si
                 read = await call("read_record_item", {"record_channel_id": "bugs", "item_id": item_id}, timed=timed)
                 if read.get("ok"):
                     versions[item_id] = read["data"]["item"]["version"]
-                values = {"status": rng.choice(STATUSES), "owner": rng.choice(OWNERS),
-                          "points": rng.choice((1, 2, 3, 5, 8))}  # fmt: skip
+                values = {
+                    "status": rng.choice(STATUSES),
+                    "owner": rng.choice(OWNERS),
+                    "points": rng.choice((1, 2, 3, 5, 8)),
+                }
                 edited = await call(
                     "edit_record_item",
-                    {"record_channel_id": "bugs", "item_id": item_id, "values": values,
-                     "expected_version": versions.get(item_id, 1), "idempotency_key": f"bench-{notes}-{n}"},
+                    {
+                        "record_channel_id": "bugs",
+                        "item_id": item_id,
+                        "values": values,
+                        "expected_version": versions.get(item_id, 1),
+                        "idempotency_key": f"bench-{notes}-{n}",
+                    },
                     timed=timed,
-                )  # fmt: skip
+                )
                 if edited.get("ok"):
                     versions[item_id] = edited["data"]["item"]["version"]
                 poll: dict[str, Any] = {"since": cursors[-1] if rng.random() < 0.9 else rng.choice(cursors)}
@@ -393,9 +428,15 @@ def inprocess_edit_p50(notes: int, edits: int, seed: int) -> float:
         values = {"status": rng.choice(STATUSES), "owner": rng.choice(OWNERS), "points": rng.choice((1, 2, 3, 5, 8))}
         started = time.perf_counter()
         service.edit_item(
-            store, "bugs", item_id, values, expected_version=current["version"],
-            idempotency_key=f"inproc-{run_id}-{n}", actor="mcp", now=now,
-        )  # fmt: skip
+            store,
+            "bugs",
+            item_id,
+            values,
+            expected_version=current["version"],
+            idempotency_key=f"inproc-{run_id}-{n}",
+            actor="mcp",
+            now=now,
+        )
         if n >= 0:
             times.append((time.perf_counter() - started) * 1000)
     store.index.close()
@@ -449,10 +490,14 @@ def baseline_edit_p50(items: int, edits: int) -> float:
             merged = validate_values(schema, values, existing=before, relation_exists=lambda c, r: True, partial=True)
             changed = sorted(k for k in {*before, *merged} if before.get(k) != merged.get(k))
             at = datetime.now(UTC).isoformat()
-            db.execute("UPDATE items SET version=?, vals=?, updated_at=? WHERE id=?",
-                       (expected + 1, json.dumps(merged), at, item_id))  # fmt: skip
-            db.execute("INSERT INTO events(item_id, type, version, changed, at) VALUES (?,?,?,?,?)",
-                       (item_id, "updated", expected + 1, json.dumps(changed), at))  # fmt: skip
+            db.execute(
+                "UPDATE items SET version=?, vals=?, updated_at=? WHERE id=?",
+                (expected + 1, json.dumps(merged), at, item_id),
+            )
+            db.execute(
+                "INSERT INTO events(item_id, type, version, changed, at) VALUES (?,?,?,?,?)",
+                (item_id, "updated", expected + 1, json.dumps(changed), at),
+            )
             answer = {"id": item_id, "version": expected + 1, "values": merged}
             db.execute("INSERT INTO idem VALUES (?,?,?,?)", (key, item_id, fingerprint, json.dumps(answer)))
         except BaseException:
@@ -668,10 +713,20 @@ def targets(ctx: dict[str, Any]) -> list[tuple[str, str, bool]]:
     if ten is not None:
         for tool, limit50, limit95 in (("memory_bootstrap_session", 15, 40), ("memory_search", 15, 40)):
             a, b = p50(ten, tool), ten.p95(tool)
-            out.append((f"{SHORT[tool]} @10k: p50 < {limit50} ms, p95 < {limit95} ms", f"{a:.1f} / {b:.1f} ms",
-                        a < limit50 and b < limit95))  # fmt: skip
-        for tool, limit in (("memory_get_recent", 10), ("memory_save_note", 5), ("edit_record_item", 3.5),
-                            ("list_record_items", 10), ("poll_resource_events", 10)):  # fmt: skip
+            out.append(
+                (
+                    f"{SHORT[tool]} @10k: p50 < {limit50} ms, p95 < {limit95} ms",
+                    f"{a:.1f} / {b:.1f} ms",
+                    a < limit50 and b < limit95,
+                )
+            )
+        for tool, limit in (
+            ("memory_get_recent", 10),
+            ("memory_save_note", 5),
+            ("edit_record_item", 3.5),
+            ("list_record_items", 10),
+            ("poll_resource_events", 10),
+        ):
             a = p50(ten, tool)
             out.append((f"{SHORT[tool]} @10k p50 < {limit} ms (stdio)", f"{a:.2f} ms", a < limit))
         inproc = ctx["inprocess"].get(10_000)

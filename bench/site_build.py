@@ -41,11 +41,41 @@ BATCH = 200
 START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 PROJECTS = ("proj_checkout_web", "proj_checkout_api", "proj_billing_worker", "proj_ledger")
 NOTE_TYPES = ("decision", "bugfix", "discovery", "constraint", "preference", "todo")
-TAGS = tuple(f"{w}" for w in (
-    "api", "validation", "payments", "enum", "retry", "cache", "auth", "migration", "ui", "perf", "flaky-test",
-    "config", "logging", "queue", "schema", "deps", "ci", "security", "i18n", "timezones", "export", "search",
-    "sync", "billing", "ledger", "webhooks", "rate-limit", "db", "index", "locks",
-))  # fmt: skip
+TAGS = tuple(
+    f"{w}"
+    for w in (
+        "api",
+        "validation",
+        "payments",
+        "enum",
+        "retry",
+        "cache",
+        "auth",
+        "migration",
+        "ui",
+        "perf",
+        "flaky-test",
+        "config",
+        "logging",
+        "queue",
+        "schema",
+        "deps",
+        "ci",
+        "security",
+        "i18n",
+        "timezones",
+        "export",
+        "search",
+        "sync",
+        "billing",
+        "ledger",
+        "webhooks",
+        "rate-limit",
+        "db",
+        "index",
+        "locks",
+    )
+)
 SENTENCES = (
     "The handler retries once and then gives up, which hides the real error from the caller.",
     "We decided to keep the enum in one generated module so the client and the server agree.",
@@ -108,45 +138,78 @@ def generate(root: Path, *, notes: int, items: int) -> Store:
     for n in range(max(notes // 10, 1)):
         at = START + span * n / max(notes // 10, 1)
         pid = PROJECTS[n % len(PROJECTS)]
-        sessions.append(Session(
-            session_id=_id("sess", at, rng), version=1, scope=_scope(pid), status="ended",
-            task=f"{rng.choice(('Fix', 'Refactor', 'Investigate', 'Speed up'))} {rng.choice(TAGS)} #{n}",
-            branch_name=f"work/{n}", started_at=_ts(at), ended_at=_ts(at + timedelta(hours=2)),
-            updated_at=_ts(at + timedelta(hours=2)),
-        ))  # fmt: skip
+        sessions.append(
+            Session(
+                session_id=_id("sess", at, rng),
+                version=1,
+                scope=_scope(pid),
+                status="ended",
+                task=f"{rng.choice(('Fix', 'Refactor', 'Investigate', 'Speed up'))} {rng.choice(TAGS)} #{n}",
+                branch_name=f"work/{n}",
+                started_at=_ts(at),
+                ended_at=_ts(at + timedelta(hours=2)),
+                updated_at=_ts(at + timedelta(hours=2)),
+            )
+        )
     _put_all(store, SESSION, sessions)
     paths = [f"src/{rng.choice(TAGS)}/module_{k}.py" for k in range(400)]
     note_models = []
     for n in range(notes):
         session = sessions[n * len(sessions) // notes]
         at = datetime.fromisoformat(session.started_at.replace("Z", "+00:00")) + timedelta(minutes=5 + n % 90)
-        note_models.append(Note(
-            note_id=_id("note", at, rng), version=1, scope=session.scope, session_id=session.session_id,
-            type=rng.choice(NOTE_TYPES), title=f"{rng.choice(SENTENCES)[:-1]} ({n})", importance=rng.randint(1, 5),
-            tags=sorted(set(rng.sample(TAGS, rng.randint(1, 4)))), file_paths=sorted(set(rng.sample(paths, 2))),
-            created_at=_ts(at), updated_at=_ts(at), content=note_body(rng, n),
-        ))  # fmt: skip
+        note_models.append(
+            Note(
+                note_id=_id("note", at, rng),
+                version=1,
+                scope=session.scope,
+                session_id=session.session_id,
+                type=rng.choice(NOTE_TYPES),
+                title=f"{rng.choice(SENTENCES)[:-1]} ({n})",
+                importance=rng.randint(1, 5),
+                tags=sorted(set(rng.sample(TAGS, rng.randint(1, 4)))),
+                file_paths=sorted(set(rng.sample(paths, 2))),
+                created_at=_ts(at),
+                updated_at=_ts(at),
+                content=note_body(rng, n),
+            )
+        )
     _put_all(store, NOTE, note_models)
     handoffs = []
     for n, session in enumerate(sessions):
         at = datetime.fromisoformat(session.ended_at.replace("Z", "+00:00"))  # type: ignore[union-attr]
         mine = [m.note_id for m in note_models if m.session_id == session.session_id][:5]
-        handoffs.append(Handoff(
-            handoff_id=_id("handoff", at, rng), version=1, scope=session.scope, session_id=session.session_id,
-            kind="final", task=session.task, status="open" if n >= len(sessions) - 12 else "completed",
-            next_steps=[rng.choice(SENTENCES) for _ in range(3)], related_note_ids=mine,
-            files_touched=sorted(set(rng.sample(paths, 3))), created_at=_ts(at), updated_at=_ts(at),
-            summary=_paragraph(rng, 4),
-        ))  # fmt: skip
+        handoffs.append(
+            Handoff(
+                handoff_id=_id("handoff", at, rng),
+                version=1,
+                scope=session.scope,
+                session_id=session.session_id,
+                kind="final",
+                task=session.task,
+                status="open" if n >= len(sessions) - 12 else "completed",
+                next_steps=[rng.choice(SENTENCES) for _ in range(3)],
+                related_note_ids=mine,
+                files_touched=sorted(set(rng.sample(paths, 3))),
+                created_at=_ts(at),
+                updated_at=_ts(at),
+                summary=_paragraph(rng, 4),
+            )
+        )
     _put_all(store, HANDOFF, handoffs)
     imports = [
         ImportAudit(
-            import_id=_id("import", START + timedelta(hours=n), rng), version=1, scope=m.scope,
-            session_id=m.session_id, source="watcher_import", external_id=f"watch-{n}",
-            durable_memory_id=m.note_id, imported_at=m.created_at, updated_at=m.created_at,
+            import_id=_id("import", START + timedelta(hours=n), rng),
+            version=1,
+            scope=m.scope,
+            session_id=m.session_id,
+            source="watcher_import",
+            external_id=f"watch-{n}",
+            durable_memory_id=m.note_id,
+            imported_at=m.created_at,
+            updated_at=m.created_at,
         )
         for n, m in enumerate(note_models[:: max(notes // 100, 1)])
-    ]  # fmt: skip
+    ]
     _put_all(store, IMPORT, imports)
     _channel(store, rng, items)
     return store
@@ -170,8 +233,16 @@ def _channel(store: Store, rng: random.Random, count: int) -> None:
         )
         if models and rng.random() < 0.2:
             values["blocks"] = [rng.choice(models).item_id]
-        models.append(Item(item_id=_id("item", at, rng), record_channel_id="bugs", version=1,
-                           created_at=_ts(at), updated_at=_ts(at), values=values))  # fmt: skip
+        models.append(
+            Item(
+                item_id=_id("item", at, rng),
+                record_channel_id="bugs",
+                version=1,
+                created_at=_ts(at),
+                updated_at=_ts(at),
+                values=values,
+            )
+        )
     _put_all(store, ITEM, models)
 
 
@@ -218,8 +289,16 @@ def measure(name: str, store: Store, out: Path) -> dict[str, Any]:
     incremental = build_site(store, out)
     incremental_total = time.perf_counter() - started
     size, files = du(out)
-    return {"name": name, "records": records, "full": full, "full_total": full_total, "inc": incremental,
-            "inc_total": incremental_total, "size": size, "files": files}  # fmt: skip
+    return {
+        "name": name,
+        "records": records,
+        "full": full,
+        "full_total": full_total,
+        "inc": incremental,
+        "inc_total": incremental_total,
+        "size": size,
+        "files": files,
+    }
 
 
 def _row(r: dict[str, Any]) -> str:
@@ -243,8 +322,10 @@ def main() -> int:
     try:
         started = time.perf_counter()
         store = generate(work / "big", notes=args.notes, items=args.items)
-        print(f"generated {args.notes:,} notes and {args.items:,} items in {time.perf_counter() - started:.1f} s",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"generated {args.notes:,} notes and {args.items:,} items in {time.perf_counter() - started:.1f} s",
+            file=sys.stderr,
+        )
         results.append(measure(f"{args.notes:,} notes + {args.items:,} items", store, work / "big_site"))
         example = REPO / "store-example"
         if (example / "codexmem.yaml").is_file():
@@ -253,8 +334,10 @@ def main() -> int:
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
-    print("| store | records | pages | full render | Pagefind | full total | incremental render | Pagefind"
-          " (whole folder) | incremental total | size | files |")  # fmt: skip
+    print(
+        "| store | records | pages | full render | Pagefind | full total | incremental render | Pagefind"
+        " (whole folder) | incremental total | size | files |"
+    )
     print("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|")
     for r in results:
         print(_row(r))

@@ -65,34 +65,68 @@ BUGS_SCHEMA: dict[str, Any] = {
     "name": "Bugs",
     "description": "Bug tracker: triage sets status, owner, severity, points, area and due.",
     "fields": [
-        {"key": "ticket", "label": "Ticket", "type": "text", "is_required": True, "is_unique": True,
-         "config": {"max_length": 20}},
+        {
+            "key": "ticket",
+            "label": "Ticket",
+            "type": "text",
+            "is_required": True,
+            "is_unique": True,
+            "config": {"max_length": 20},
+        },
         {"key": "title", "label": "Title", "type": "text", "is_required": True, "config": {"max_length": 200}},
         {"key": "description", "label": "Description", "type": "text", "config": {"max_length": 4000}},
-        {"key": "status", "label": "Status", "type": "select", "is_required": True,
-         "config": {"options": STATUS_OPTIONS}},
+        {
+            "key": "status",
+            "label": "Status",
+            "type": "select",
+            "is_required": True,
+            "config": {"options": STATUS_OPTIONS},
+        },
         {"key": "owner", "label": "Owner", "type": "select", "config": {"options": OWNER_OPTIONS}},
         {"key": "severity", "label": "Severity", "type": "select", "config": {"options": SEVERITY_OPTIONS}},
         {"key": "points", "label": "Points", "type": "number", "config": {"min": 0, "max": 13}},
         {"key": "area", "label": "Area", "type": "select", "config": {"options": AREA_OPTIONS}},
         {"key": "due", "label": "Due", "type": "date"},
         {"key": "reporter", "label": "Reporter", "type": "email"},
-        {"key": "age_days", "label": "Age (days)", "type": "formula",
-         "config": {"expression": "days_since(created_at)", "result_type": "number"}},
+        {
+            "key": "age_days",
+            "label": "Age (days)",
+            "type": "formula",
+            "config": {"expression": "days_since(created_at)", "result_type": "number"},
+        },
     ],
-}  # fmt: skip
+}
 
 POINTS = (0, 1, 2, 3, 5, 8, 13)
 REPORTERS = ("jonas", "priya", "tomas", "lena", "omar", "sofia", "kenji", "ines")
 SUBJECTS = (
-    "sync", "the export", "search", "sign-in", "the settings page", "attachments", "the offline cache",
-    "notifications", "the invoice list", "drag and drop", "the date picker", "pagination",
-)  # fmt: skip
+    "sync",
+    "the export",
+    "search",
+    "sign-in",
+    "the settings page",
+    "attachments",
+    "the offline cache",
+    "notifications",
+    "the invoice list",
+    "drag and drop",
+    "the date picker",
+    "pagination",
+)
 SYMPTOMS = (
-    "fails after a network drop", "shows stale data", "double-counts rows", "hangs on large files",
-    "loses the cursor position", "ignores the time zone", "crashes on empty input", "renders twice",
-    "drops the last character", "times out under load", "reorders items at random", "leaks memory",
-)  # fmt: skip
+    "fails after a network drop",
+    "shows stale data",
+    "double-counts rows",
+    "hangs on large files",
+    "loses the cursor position",
+    "ignores the time zone",
+    "crashes on empty input",
+    "renders twice",
+    "drops the last character",
+    "times out under load",
+    "reorders items at random",
+    "leaks memory",
+)
 WORDS = (
     "the request retries once and then gives up while the spinner keeps turning",
     "steps to reproduce are in the attached log and happen on both browsers we support",

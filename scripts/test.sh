@@ -26,6 +26,7 @@ fi
 
 echo "== ruff"
 .venv/bin/ruff check codexmem
+.venv/bin/ruff format --check codexmem tests bench scripts
 echo "== mypy"
 .venv/bin/mypy codexmem
 echo "== pytest"

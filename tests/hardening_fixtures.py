@@ -100,22 +100,47 @@ def seed_store(tmp: Path, *, relations: list[dict[str, Any]] | None = None, note
     seeded = Seeded(root, repo, scope, session_id, "")
     for n in range(notes_count):
         saved = notes.save_note(
-            store, NOW, w, scope=ref, session_id=session_id, note_type="decision", title=f"Seed decision {n}",
-            content=f"Payment enums come from the backend ({n}).", importance=3 + n % 3, tags=["billing"],
+            store,
+            NOW,
+            w,
+            scope=ref,
+            session_id=session_id,
+            note_type="decision",
+            title=f"Seed decision {n}",
+            content=f"Payment enums come from the backend ({n}).",
+            importance=3 + n % 3,
+            tags=["billing"],
             file_paths=["src/order/validation.ts"],
-        )  # fmt: skip
+        )
         seeded.note_ids.append(saved["note"]["note_id"])
     for n in range(2):
         saved = handoffs.save_handoff(
-            store, NOW, w, scope=ref, session_id=session_id, kind="checkpoint", task=f"Seed task {n}",
-            summary="Enums still diverge.", next_steps=["Confirm backend values"], status="open",
-        )  # fmt: skip
+            store,
+            NOW,
+            w,
+            scope=ref,
+            session_id=session_id,
+            kind="checkpoint",
+            task=f"Seed task {n}",
+            summary="Enums still diverge.",
+            next_steps=["Confirm backend values"],
+            status="open",
+        )
         seeded.handoff_ids.append(saved["handoff"]["handoff_id"])
     imports.save_imported_note(
-        store, NOW, w, scope=ref, session_id=session_id, source="watcher_import", external_id="watcher:event:1",
-        payload_hash="sha256:0a1b2c3d4e5f", note_type="discovery", title="Imported", content="From the watcher.",
+        store,
+        NOW,
+        w,
+        scope=ref,
+        session_id=session_id,
+        source="watcher_import",
+        external_id="watcher:event:1",
+        payload_hash="sha256:0a1b2c3d4e5f",
+        note_type="discovery",
+        title="Imported",
+        content="From the watcher.",
         importance=3,
-    )  # fmt: skip
+    )
     _, ended = session_in(store, repo, now=NOW, task="ended")
     from codexmem.memory.lifecycle import end_session
 
@@ -270,10 +295,16 @@ def _note_lookalike() -> str:
 
 def _event_lookalike() -> dict[str, Any]:
     return {
-        "event_id": f"evt_{GHOST}", "at": "2026-03-13T10:30:00.000Z", "actor": MARKER,
-        "kind": "item", "id": f"item_{GHOST}", "record_channel_id": "bugs", "type": "created",
-        "version": 1, "changed": [],
-    }  # fmt: skip
+        "event_id": f"evt_{GHOST}",
+        "at": "2026-03-13T10:30:00.000Z",
+        "actor": MARKER,
+        "kind": "item",
+        "id": f"item_{GHOST}",
+        "record_channel_id": "bugs",
+        "type": "created",
+        "version": 1,
+        "changed": [],
+    }
 
 
 def snapshot_outside(*roots: Path) -> dict[str, tuple[Any, ...]]:
@@ -300,9 +331,12 @@ class RawServer:
     def __init__(self, store: Path, *, env: dict[str, str] | None = None, cwd: Path | None = None) -> None:
         self.proc = subprocess.Popen(
             [PYTHON, "-m", "codexmem", "serve", "--store", str(store)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env=env or dict(os.environ), cwd=cwd,
-        )  # fmt: skip
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env or dict(os.environ),
+            cwd=cwd,
+        )
         self._buf = b""
         self._next = 1
 

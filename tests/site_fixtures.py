@@ -132,11 +132,17 @@ def _memory(fx: Fixture) -> None:
     for i, (scope, day) in enumerate(((WEB, 10), (WEB, 12), (API, 11))):
         sid = new_id("sess")
         session = Session(
-            session_id=sid, version=1, scope=scope, status="ended",
+            session_id=sid,
+            version=1,
+            scope=scope,
+            status="ended",
             task=["Fix order validation", f"Payment enum cleanup {SVG}", "API enum source"][i],
-            branch_name=f"fix/branch-{i}", workspace_root=f"/work/{scope.project_id}",
-            started_at=ts(day), ended_at=ts(day, 11), updated_at=ts(day, 11),
-        )  # fmt: skip
+            branch_name=f"fix/branch-{i}",
+            workspace_root=f"/work/{scope.project_id}",
+            started_at=ts(day),
+            ended_at=ts(day, 11),
+            updated_at=ts(day, 11),
+        )
         _put(store, SESSION, session, ts(day))
         fx.sessions.append(sid)
     s_web, s_web2, s_api = fx.sessions
@@ -144,57 +150,114 @@ def _memory(fx: Fixture) -> None:
     def note(key: str, session: str, scope: ScopeRef, day: int, **fields: Any) -> str:
         nid = new_id("note")
         values: dict[str, Any] = {
-            "note_id": nid, "version": 1, "scope": scope, "session_id": session, "type": "decision",
-            "title": key, "importance": 3, "created_at": ts(day, 10), "updated_at": ts(day, 10),
+            "note_id": nid,
+            "version": 1,
+            "scope": scope,
+            "session_id": session,
+            "type": "decision",
+            "title": key,
+            "importance": 3,
+            "created_at": ts(day, 10),
+            "updated_at": ts(day, 10),
             "content": f"Body of {key}.\n\n- point one\n- point two\n",
-        }  # fmt: skip
+        }
         values.update(fields)
         _put(store, NOTE, Note(**values), ts(day, 10), actor=session)
         fx.notes[key] = nid
         return nid
 
-    note("Keep validation aligned with the backend enum", s_web, WEB, 10, tags=["validation", "api"],
-         file_paths=["src/orders/validate.ts"], importance=5, related_project_ids=["proj_order_api"])  # fmt: skip
-    note("Backend rejects legacy payment aliases", s_api, API, 11, type="bugfix", tags=["api"],
-         file_paths=["internal/payment/enum.go", "src/orders/validate.ts"])  # fmt: skip
+    note(
+        "Keep validation aligned with the backend enum",
+        s_web,
+        WEB,
+        10,
+        tags=["validation", "api"],
+        file_paths=["src/orders/validate.ts"],
+        importance=5,
+        related_project_ids=["proj_order_api"],
+    )
+    note(
+        "Backend rejects legacy payment aliases",
+        s_api,
+        API,
+        11,
+        type="bugfix",
+        tags=["api"],
+        file_paths=["internal/payment/enum.go", "src/orders/validate.ts"],
+    )
     new = note("Use generated enum metadata", s_web2, WEB, 12, tags=["validation"], type="decision")
     old = note("Hard-code the payment list", s_web, WEB, 10, type="constraint")
     note(
         f"Payload note {SVG}",
-        s_web2, WEB, 12, type="discovery", tags=["security"],
+        s_web2,
+        WEB,
+        12,
+        type="discovery",
+        tags=["security"],
         content=f"Text before.\n\n{SCRIPT}\n\n{IMG}\n\n{JS_LINK}\n\n<javascript:window.__pwned=1>\n\n"
         "[data](data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==)\n\n**bold** and `code`.\n",
         file_paths=[f"src/{SVG}.ts", "../../etc/passwd"],
-    )  # fmt: skip
+    )
     # The old note is superseded by the new one: two more versions with status moves.
     with store.transaction(s_web2, at=ts(12, 11)) as txn:
         cur = txn.get(NOTE, old)
         assert cur is not None
-        txn.put(NOTE, {**cur, "version": 2, "status": "superseded", "superseded_by": new, "updated_at": ts(12, 11)},
-                event_type="status_changed", changed=["status", "superseded_by"])  # fmt: skip
+        txn.put(
+            NOTE,
+            {**cur, "version": 2, "status": "superseded", "superseded_by": new, "updated_at": ts(12, 11)},
+            event_type="status_changed",
+            changed=["status", "superseded_by"],
+        )
 
     def handoff(key: str, session: str, scope: ScopeRef, day: int, **fields: Any) -> None:
         hid = new_id("handoff")
         values: dict[str, Any] = {
-            "handoff_id": hid, "version": 1, "scope": scope, "session_id": session, "kind": "final",
-            "task": key, "status": "open", "next_steps": ["Confirm backend values", "Retest submit flow"],
-            "created_at": ts(day, 11), "updated_at": ts(day, 11), "summary": f"Summary of {key}.",
-        }  # fmt: skip
+            "handoff_id": hid,
+            "version": 1,
+            "scope": scope,
+            "session_id": session,
+            "kind": "final",
+            "task": key,
+            "status": "open",
+            "next_steps": ["Confirm backend values", "Retest submit flow"],
+            "created_at": ts(day, 11),
+            "updated_at": ts(day, 11),
+            "summary": f"Summary of {key}.",
+        }
         values.update(fields)
         _put(store, HANDOFF, Handoff(**values), ts(day, 11), actor=session)
         fx.handoffs[key] = hid
 
-    handoff("Finish order validation", s_web2, WEB, 12, related_note_ids=[fx.notes["Use generated enum metadata"]],
-            files_touched=["src/orders/validate.ts"], open_questions=[f"Is {IMG} allowed?"],
-            next_steps=[f"Check {SCRIPT} handling", "Update client enum"],
-            summary=f"Summary {SCRIPT}\n\n{JS_LINK}")  # fmt: skip
-    handoff("Earlier validation pass", s_web, WEB, 10, status="completed",
-            related_note_ids=[fx.notes["Keep validation aligned with the backend enum"]])  # fmt: skip
+    handoff(
+        "Finish order validation",
+        s_web2,
+        WEB,
+        12,
+        related_note_ids=[fx.notes["Use generated enum metadata"]],
+        files_touched=["src/orders/validate.ts"],
+        open_questions=[f"Is {IMG} allowed?"],
+        next_steps=[f"Check {SCRIPT} handling", "Update client enum"],
+        summary=f"Summary {SCRIPT}\n\n{JS_LINK}",
+    )
+    handoff(
+        "Earlier validation pass",
+        s_web,
+        WEB,
+        10,
+        status="completed",
+        related_note_ids=[fx.notes["Keep validation aligned with the backend enum"]],
+    )
     imp = ImportAudit(
-        import_id=new_id("import"), version=1, scope=API, session_id=s_api, source="watcher_import",
-        external_id="watch-42", durable_memory_id=fx.notes["Backend rejects legacy payment aliases"],
-        imported_at=ts(11, 10), updated_at=ts(11, 10),
-    )  # fmt: skip
+        import_id=new_id("import"),
+        version=1,
+        scope=API,
+        session_id=s_api,
+        source="watcher_import",
+        external_id="watch-42",
+        durable_memory_id=fx.notes["Backend rejects legacy payment aliases"],
+        imported_at=ts(11, 10),
+        updated_at=ts(11, 10),
+    )
     _put(store, IMPORT, imp, ts(11, 10))
     fx.imports.append(imp.import_id)
 
@@ -220,8 +283,14 @@ def _channel(fx: Fixture) -> None:
         values["link"] = "javascript:window.__pwned=1" if "Payload" in title else f"https://tracker.example/{n}"
         if n == 1:
             values["blocks"] = [fx.items["Submit button stays disabled"]]
-        item = Item(item_id=iid, record_channel_id="bugs", version=1, created_at=ts(13 + n), updated_at=ts(13 + n),
-                    values=values)  # fmt: skip
+        item = Item(
+            item_id=iid,
+            record_channel_id="bugs",
+            version=1,
+            created_at=ts(13 + n),
+            updated_at=ts(13 + n),
+            values=values,
+        )
         _put(store, ITEM, item, ts(13 + n))
         fx.items[title] = iid
     edit_item(fx, "Submit button stays disabled", {"status": "fixed"}, ts(19))
@@ -235,8 +304,12 @@ def edit_item(fx: Fixture, title: str, changes: dict[str, Any], at: str, actor: 
         cur = txn.get(ITEM, iid, "bugs")
         assert cur is not None
         version = int(cur["version"]) + 1
-        txn.put(ITEM, {**cur, "version": version, "updated_at": at, "values": {**cur["values"], **changes}},
-                event_type="updated", changed=sorted(f"values.{k}" for k in changes))  # fmt: skip
+        txn.put(
+            ITEM,
+            {**cur, "version": version, "updated_at": at, "values": {**cur["values"], **changes}},
+            event_type="updated",
+            changed=sorted(f"values.{k}" for k in changes),
+        )
     return version
 
 
@@ -246,6 +319,10 @@ def edit_note(fx: Fixture, title: str, changes: dict[str, Any], at: str) -> int:
         cur = txn.get(NOTE, nid)
         assert cur is not None
         version = int(cur["version"]) + 1
-        txn.put(NOTE, {**cur, **changes, "version": version, "updated_at": at}, event_type="updated",
-                changed=sorted(changes))  # fmt: skip
+        txn.put(
+            NOTE,
+            {**cur, **changes, "version": version, "updated_at": at},
+            event_type="updated",
+            changed=sorted(changes),
+        )
     return version

@@ -204,8 +204,12 @@ def append_to_note(store: Store, note_id: str, marker: str, *, optimistic: bool)
             with store.transaction(ACTOR) as txn:
                 current = seen or txn.get(NOTE, note_id)
                 assert current is not None
-                data = {**current, "content": current["content"] + "\n" + marker,
-                        "version": int(current["version"]) + 1, "updated_at": now_ts()}  # fmt: skip
+                data = {
+                    **current,
+                    "content": current["content"] + "\n" + marker,
+                    "version": int(current["version"]) + 1,
+                    "updated_at": now_ts(),
+                }
                 txn.put(NOTE, data, event_type="updated", changed=["content"])
             return int(data["version"])
         except CodexmemError as exc:
@@ -213,8 +217,9 @@ def append_to_note(store: Store, note_id: str, marker: str, *, optimistic: bool)
                 raise
 
 
-def concurrent_writer(root: str, worker: int, writes: int, shared: list[str], session: str, start: Any,
-                      results: Any) -> None:  # fmt: skip
+def concurrent_writer(
+    root: str, worker: int, writes: int, shared: list[str], session: str, start: Any, results: Any
+) -> None:
     """One of several processes writing to one store at once (run under multiprocessing)."""
     store = Store(Path(root))
     acked: list[tuple[str, str, int]] = []

@@ -120,8 +120,11 @@ def test_a_write_by_another_process_is_seen_without_a_full_scan(
     )
     done = subprocess.run(
         [sys.executable, "-c", script, str(mine.root), str(REPO_ROOT / "tests"), session],
-        capture_output=True, text=True, check=True, env=GIT_ENV,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+        env=GIT_ENV,
+    )
     note = done.stdout.strip()
     assert mine.fresh_index().get(NOTE, note)["title"] == "from a process"
     assert not any(call["full"] for call in refreshes)

@@ -74,18 +74,62 @@ def writes(s: Seeded, session: str, n: int, size: int) -> list[tuple[str, dict[s
     body = ("disk full test " * (size // 15 + 1))[:size]
     bug = s.items["bugs"][n % len(s.items["bugs"])]
     return [
-        ("memory_save_note", {"scope": s.scope, "session_id": session, "type": "discovery", "title": f"full {n}",
-                              "content": body, "importance": 3}),
-        ("memory_save_imported_note", {"scope": s.scope, "session_id": session, "source": "watcher_import",
-                                       "external_id": f"disk:{n}", "type": "todo", "title": f"imported {n}",
-                                       "content": body, "importance": 2}),
-        ("memory_save_handoff", {"scope": s.scope, "session_id": session, "kind": "checkpoint", "task": f"task {n}",
-                                 "summary": body, "next_steps": ["next"], "status": "open"}),
-        ("edit_record_item", {"record_channel_id": "bugs", "item_id": bug, "values": {"description": body[:4000]},
-                              "expected_version": "CURRENT", "idempotency_key": f"disk-{n}"}),
-        ("memory_set_status", {"id": s.note_ids[n % len(s.note_ids)], "kind": "note", "status": "resolved",
-                               "expected_version": "CURRENT"}),
-    ]  # fmt: skip
+        (
+            "memory_save_note",
+            {
+                "scope": s.scope,
+                "session_id": session,
+                "type": "discovery",
+                "title": f"full {n}",
+                "content": body,
+                "importance": 3,
+            },
+        ),
+        (
+            "memory_save_imported_note",
+            {
+                "scope": s.scope,
+                "session_id": session,
+                "source": "watcher_import",
+                "external_id": f"disk:{n}",
+                "type": "todo",
+                "title": f"imported {n}",
+                "content": body,
+                "importance": 2,
+            },
+        ),
+        (
+            "memory_save_handoff",
+            {
+                "scope": s.scope,
+                "session_id": session,
+                "kind": "checkpoint",
+                "task": f"task {n}",
+                "summary": body,
+                "next_steps": ["next"],
+                "status": "open",
+            },
+        ),
+        (
+            "edit_record_item",
+            {
+                "record_channel_id": "bugs",
+                "item_id": bug,
+                "values": {"description": body[:4000]},
+                "expected_version": "CURRENT",
+                "idempotency_key": f"disk-{n}",
+            },
+        ),
+        (
+            "memory_set_status",
+            {
+                "id": s.note_ids[n % len(s.note_ids)],
+                "kind": "note",
+                "status": "resolved",
+                "expected_version": "CURRENT",
+            },
+        ),
+    ]
 
 
 def current_version(call: Call, name: str, args: dict[str, Any]) -> None:
@@ -160,8 +204,15 @@ def test_a_full_disk_refuses_writes_cleanly_and_keeps_answering_reads(tmp_path: 
             assert refused, "the disk filled up"
             # Space again: the next write works, and the store is whole.
             (mnt / "filler").unlink()
-            again = call("memory_save_note", scope=s.scope, session_id=session, type="decision",
-                         title="space again", content="written after the disk was full", importance=3)  # fmt: skip
+            again = call(
+                "memory_save_note",
+                scope=s.scope,
+                session_id=session,
+                type="decision",
+                title="space again",
+                content="written after the disk was full",
+                importance=3,
+            )
             assert again["ok"], again
             assert all(a["ok"] for a in reads(call, s).values())
         found = check_store(root)
@@ -231,8 +282,15 @@ def test_an_event_that_cannot_be_logged_undoes_its_write(tmp_path: Path) -> None
                         session = pad["data"]["session"]["session_id"]
                 fill(mnt, page + attempt * 512)
                 before = tree_digest(root)
-                answer = call("memory_save_note", scope=s.scope, session_id=session, type="decision",
-                              title=f"the last page {attempt}", content="x", importance=3)  # fmt: skip
+                answer = call(
+                    "memory_save_note",
+                    scope=s.scope,
+                    session_id=session,
+                    type="decision",
+                    title=f"the last page {attempt}",
+                    content="x",
+                    importance=3,
+                )
                 key = "ok" if answer["ok"] else answer["error"]["code"]
                 outcomes[key] = outcomes.get(key, 0) + 1
                 if not answer["ok"]:

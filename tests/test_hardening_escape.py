@@ -170,19 +170,37 @@ def battery(seeded: Seeded, sentinel: dict[str, Path]) -> list[tuple[str, dict[s
         ("read_record_item", {"record_channel_id": "bugs", "item_id": bug}),
         ("memory_get_note", {"id": f"note_{GHOST}", "kind": "note"}),
         ("memory_get_note", {"id": f"handoff_{GHOST}", "kind": "handoff"}),
-        ("memory_search", {"query": MARKER, "scope": s.scope, "include_handoffs": True,
-                           "include_related_projects": True}),
+        (
+            "memory_search",
+            {"query": MARKER, "scope": s.scope, "include_handoffs": True, "include_related_projects": True},
+        ),
         ("memory_search", {"query": "seed decision", "scope": s.scope, "include_related_projects": True}),
         ("memory_get_recent", {"scope": s.scope, "limit": 20, "include_related_projects": True}),
         ("poll_resource_events", {"since": 0, "limit": 500}),
         ("memory_set_status", {"id": f"note_{GHOST}", "kind": "note", "status": "resolved", "expected_version": 1}),
-        ("edit_record_item", {"record_channel_id": "bugs", "item_id": f"item_{GHOST}", "values": {"title": "x"},
-                              "expected_version": 1, "idempotency_key": "ghost"}),
-        ("edit_record_item", {"record_channel_id": "bugs", "item_id": bug, "values": {"title": "edited"},
-                              "expected_version": 1, "idempotency_key": "real"}),
+        (
+            "edit_record_item",
+            {
+                "record_channel_id": "bugs",
+                "item_id": f"item_{GHOST}",
+                "values": {"title": "x"},
+                "expected_version": 1,
+                "idempotency_key": "ghost",
+            },
+        ),
+        (
+            "edit_record_item",
+            {
+                "record_channel_id": "bugs",
+                "item_id": bug,
+                "values": {"title": "edited"},
+                "expected_version": 1,
+                "idempotency_key": "real",
+            },
+        ),
         ("memory_end_session", {"session_id": f"sess_{GHOST}"}),
         ("memory_install_agents", {"target": "both", "mode": "append", "cwd": str(s.repo)}),
-    ]  # fmt: skip
+    ]
     for path in outside:
         calls += [
             ("memory_resolve_scope", {"cwd": path}),
@@ -211,11 +229,30 @@ def run_tools(w: World, *, fuzz: bool) -> int:
             if name == "memory_bootstrap_session" and args["cwd"] == str(w.seeded.repo) and result.is_error is False:
                 w.seeded.session_id = json.loads(text)["data"]["session"]["session_id"]
         for name, args in (
-            ("memory_save_note", {"scope": w.seeded.scope, "session_id": w.seeded.session_id, "type": "decision",
-                                  "title": "written", "content": "inside the store", "importance": 3}),
-            ("memory_save_handoff", {"scope": w.seeded.scope, "session_id": w.seeded.session_id, "kind": "final",
-                                     "task": "t", "summary": "s", "next_steps": ["n"], "status": "open"}),
-        ):  # fmt: skip
+            (
+                "memory_save_note",
+                {
+                    "scope": w.seeded.scope,
+                    "session_id": w.seeded.session_id,
+                    "type": "decision",
+                    "title": "written",
+                    "content": "inside the store",
+                    "importance": 3,
+                },
+            ),
+            (
+                "memory_save_handoff",
+                {
+                    "scope": w.seeded.scope,
+                    "session_id": w.seeded.session_id,
+                    "kind": "final",
+                    "task": "t",
+                    "summary": "s",
+                    "next_steps": ["n"],
+                    "status": "open",
+                },
+            ),
+        ):
             result = portal.call(client.call_tool, name, args)
             envelope = check_envelope(result.content[0].text, result.structured_content, result.is_error)
             assert envelope["ok"] or envelope["error"]["code"] in ("ERR_WRITE_FAILED", "ERR_STORAGE_UNAVAILABLE")
@@ -242,17 +279,24 @@ def run_cli(w: World) -> int:
     """Every CLI command that takes ids, with real ones, planted ones and ones shaped like paths."""
     bug = w.seeded.items["bugs"][0]
     commands: list[tuple[str, ...]] = [
-        ("check",), ("summary",), ("reindex",), ("channels", "list"),
-        ("items", "list", "bugs"), ("items", "list", "ghost"), ("items", "list", "../../outside"),
+        ("check",),
+        ("summary",),
+        ("reindex",),
+        ("channels", "list"),
+        ("items", "list", "bugs"),
+        ("items", "list", "ghost"),
+        ("items", "list", "../../outside"),
         ("items", "add", "bugs", "--json", json.dumps({"ticket": "BUG-9000", "title": "cli", "status": "new"})),
         ("items", "add", "../../outside", "--json", "{}"),
         ("items", "edit", "bugs", bug, "--json", json.dumps({"title": "cli edit"})),
         ("items", "edit", "bugs", f"item_{GHOST}", "--json", json.dumps({"title": "x"})),
         ("items", "edit", "bugs", "../../../outside/secret.txt", "--json", "{}"),
-        ("items", "rm", "bugs", f"item_{GHOST}"), ("items", "rm", "bugs", "item_../../x"),
+        ("items", "rm", "bugs", f"item_{GHOST}"),
+        ("items", "rm", "bugs", "item_../../x"),
         ("items", "rm", "../outside", bug),
-        ("agents",), ("check",),
-    ]  # fmt: skip
+        ("agents",),
+        ("check",),
+    ]
     for argv in commands:
         w.cli(*argv)
     site = w.tmp / "site-out"

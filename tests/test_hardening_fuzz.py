@@ -52,21 +52,95 @@ MIN_CALLS = int(2000 * SCALE)
 CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
 NASTY_STRINGS: list[str] = [
-    "", " ", "\t\n", "\x00", "a\x00b", "note_\x00", "\ud800", "a\udfffb", "\udc00\ud800", "\ud83d",
-    "\u202eevil\u202c", "\u200f\u200e\u2066", "\ufeffbom", "😀" * 40, "𝕏𝔂𝕫", "é" * 6001, "😀" * 3001,
-    "\r\n", "\n---\nnote_id: x\n---\n", "*alias", "&anchor x", "!!python/object/apply:os.system ['id']",
-    "../../../../etc/passwd", "/etc/passwd", "..", ".", "~", "~/.ssh/id_rsa", "C:\\Windows\\system32",
-    "\\\\server\\share", "notes/../../x", "note_../../../etc/passwd", "item_" + "0" * 26, "item_" + "I" * 26,
-    "item_01KE6T7Q1RJHAEB2VWR68JYV1C/../..", "note_01KE6T7Q1RJHAEB2VWR68JYV1C\n", "%2e%2e%2f%2e%2e%2f",
-    "file:///etc/passwd", "bugs/../../..", "bugs\n", "BUGS", "x" * 10_001,
-    "'; DROP TABLE records; --", '"', 'a" OR "b', "NEAR(a b)", "a OR b", "*", "^", "\\", "${HOME}", "$(id)",
-    "`id`", "{{7*7}}", "<script>alert(1)</script>", "null", "true", "1e5", "0x10",
-    "sess_" + "0" * 26, "handoff_01KE6T7Q1RJHAEB2VWR68JYV1C", "proj_../../etc", "ws_\u202e", "sys_" + "a" * 200,
-]  # fmt: skip
+    "",
+    " ",
+    "\t\n",
+    "\x00",
+    "a\x00b",
+    "note_\x00",
+    "\ud800",
+    "a\udfffb",
+    "\udc00\ud800",
+    "\ud83d",
+    "\u202eevil\u202c",
+    "\u200f\u200e\u2066",
+    "\ufeffbom",
+    "😀" * 40,
+    "𝕏𝔂𝕫",
+    "é" * 6001,
+    "😀" * 3001,
+    "\r\n",
+    "\n---\nnote_id: x\n---\n",
+    "*alias",
+    "&anchor x",
+    "!!python/object/apply:os.system ['id']",
+    "../../../../etc/passwd",
+    "/etc/passwd",
+    "..",
+    ".",
+    "~",
+    "~/.ssh/id_rsa",
+    "C:\\Windows\\system32",
+    "\\\\server\\share",
+    "notes/../../x",
+    "note_../../../etc/passwd",
+    "item_" + "0" * 26,
+    "item_" + "I" * 26,
+    "item_01KE6T7Q1RJHAEB2VWR68JYV1C/../..",
+    "note_01KE6T7Q1RJHAEB2VWR68JYV1C\n",
+    "%2e%2e%2f%2e%2e%2f",
+    "file:///etc/passwd",
+    "bugs/../../..",
+    "bugs\n",
+    "BUGS",
+    "x" * 10_001,
+    "'; DROP TABLE records; --",
+    '"',
+    'a" OR "b',
+    "NEAR(a b)",
+    "a OR b",
+    "*",
+    "^",
+    "\\",
+    "${HOME}",
+    "$(id)",
+    "`id`",
+    "{{7*7}}",
+    "<script>alert(1)</script>",
+    "null",
+    "true",
+    "1e5",
+    "0x10",
+    "sess_" + "0" * 26,
+    "handoff_01KE6T7Q1RJHAEB2VWR68JYV1C",
+    "proj_../../etc",
+    "ws_\u202e",
+    "sys_" + "a" * 200,
+]
 NASTY_NUMBERS: list[Any] = [
-    -1, 0, 1, 2, 5, 21, 51, 501, -(2**63), 2**63, 2**64, 10**30, -(10**30), 10**400, 1.5, -0.0, 1e308,
-    float("nan"), float("inf"), float("-inf"), True, False,
-]  # fmt: skip
+    -1,
+    0,
+    1,
+    2,
+    5,
+    21,
+    51,
+    501,
+    -(2**63),
+    2**63,
+    2**64,
+    10**30,
+    -(10**30),
+    10**400,
+    1.5,
+    -0.0,
+    1e308,
+    float("nan"),
+    float("inf"),
+    float("-inf"),
+    True,
+    False,
+]
 
 
 def _deep(depth: int, kind: str) -> Any:
@@ -87,9 +161,14 @@ BIG = st.one_of(
 # ------------------------------------------------------------------ strategies
 
 json_scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.text(max_size=30),
-    st.sampled_from(NASTY_STRINGS), st.sampled_from(NASTY_NUMBERS),
-)  # fmt: skip
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=True),
+    st.text(max_size=30),
+    st.sampled_from(NASTY_STRINGS),
+    st.sampled_from(NASTY_NUMBERS),
+)
 any_json = st.recursive(
     json_scalars,
     lambda inner: st.one_of(
@@ -99,9 +178,12 @@ any_json = st.recursive(
     max_leaves=12,
 )
 nasty_value = st.one_of(
-    st.sampled_from(NASTY_STRINGS), st.sampled_from(NASTY_NUMBERS), BIG, any_json,
+    st.sampled_from(NASTY_STRINGS),
+    st.sampled_from(NASTY_NUMBERS),
+    BIG,
+    any_json,
     st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=50),
-)  # fmt: skip
+)
 all_chars = st.characters(exclude_categories=())  # surrogates (Cs) included
 
 
@@ -290,9 +372,12 @@ def test_schema_derived_and_mutated_arguments_always_get_an_envelope(harness: Ha
 
     run()
     report(
-        "fuzz_schema", calls=harness.calls - before, seconds=round(time.perf_counter() - started, 1),
-        slowest_call_s=round(harness.slowest, 3), codes=harness.codes,
-    )  # fmt: skip
+        "fuzz_schema",
+        calls=harness.calls - before,
+        seconds=round(time.perf_counter() - started, 1),
+        slowest_call_s=round(harness.slowest, 3),
+        codes=harness.codes,
+    )
 
 
 # ------------------------------------------------------------------ valid-looking calls on the seeded store
@@ -346,35 +431,62 @@ def seeded_call(draw: st.DrawFn, h: Harness) -> tuple[str, dict[str, Any]]:
     name = draw(st.sampled_from(sorted(h.tools)))
     args: dict[str, Any]
     if name == "memory_bootstrap_session":
-        args = {"cwd": cwd, "task": draw(st.text(max_size=40)), "max_notes": draw(st.integers(1, 20)),
-                "include_related_projects": draw(st.booleans()), "max_handoffs": draw(st.integers(1, 5))}  # fmt: skip
+        args = {
+            "cwd": cwd,
+            "task": draw(st.text(max_size=40)),
+            "max_notes": draw(st.integers(1, 20)),
+            "include_related_projects": draw(st.booleans()),
+            "max_handoffs": draw(st.integers(1, 5)),
+        }
     elif name == "memory_resolve_scope":
         args = {"cwd": cwd, "repo_remote": draw(st.sampled_from(["", "git@github.com:example/order-web.git", "x"]))}
     elif name == "memory_start_session":
         args = {"scope": scope, "task": draw(st.text(max_size=40))}
     elif name in ("memory_save_note", "memory_save_imported_note"):
-        args = {"scope": scope, "session_id": session, "type": draw(st.sampled_from(["decision", "bugfix", "todo"])),
-                "title": draw(text), "content": draw(text), "importance": draw(st.integers(1, 5)),
-                "tags": draw(st.lists(st.from_regex(r"[a-z][a-z0-9-]{0,10}", fullmatch=True) | text, max_size=3)),
-                "file_paths": draw(st.lists(st.sampled_from(PATHS), max_size=2)),
-                "privacy_intent": draw(st.sampled_from(["", "", "private", "public"]))}  # fmt: skip
+        args = {
+            "scope": scope,
+            "session_id": session,
+            "type": draw(st.sampled_from(["decision", "bugfix", "todo"])),
+            "title": draw(text),
+            "content": draw(text),
+            "importance": draw(st.integers(1, 5)),
+            "tags": draw(st.lists(st.from_regex(r"[a-z][a-z0-9-]{0,10}", fullmatch=True) | text, max_size=3)),
+            "file_paths": draw(st.lists(st.sampled_from(PATHS), max_size=2)),
+            "privacy_intent": draw(st.sampled_from(["", "", "private", "public"])),
+        }
         if name == "memory_save_imported_note":
-            args.update(source=draw(st.sampled_from(["watcher_import", "relay_import"])),
-                        external_id=draw(st.text(max_size=20)),
-                        payload_hash=draw(st.sampled_from(["", "sha256:0a1b2c3d"])))  # fmt: skip
+            args.update(
+                source=draw(st.sampled_from(["watcher_import", "relay_import"])),
+                external_id=draw(st.text(max_size=20)),
+                payload_hash=draw(st.sampled_from(["", "sha256:0a1b2c3d"])),
+            )
     elif name == "memory_save_handoff":
-        args = {"scope": scope, "session_id": session, "kind": draw(st.sampled_from(["final", "checkpoint"])),
-                "task": draw(text), "summary": draw(text), "next_steps": draw(st.lists(text, min_size=1, max_size=3)),
-                "status": draw(st.sampled_from(["open", "completed"])),
-                "related_note_ids": draw(st.lists(st.sampled_from(s.note_ids) | fake("note"), max_size=2))}  # fmt: skip
+        args = {
+            "scope": scope,
+            "session_id": session,
+            "kind": draw(st.sampled_from(["final", "checkpoint"])),
+            "task": draw(text),
+            "summary": draw(text),
+            "next_steps": draw(st.lists(text, min_size=1, max_size=3)),
+            "status": draw(st.sampled_from(["open", "completed"])),
+            "related_note_ids": draw(st.lists(st.sampled_from(s.note_ids) | fake("note"), max_size=2)),
+        }
     elif name == "memory_save_import":
-        args = {"scope": scope, "session_id": session, "source": "watcher_import",
-                "external_id": draw(st.text(max_size=20)),
-                "payload_hash": draw(st.sampled_from(["", "sha256:ab12"]))}  # fmt: skip
+        args = {
+            "scope": scope,
+            "session_id": session,
+            "source": "watcher_import",
+            "external_id": draw(st.text(max_size=20)),
+            "payload_hash": draw(st.sampled_from(["", "sha256:ab12"])),
+        }
     elif name == "memory_search":
-        args = {"query": draw(st.sampled_from(["payment", "enum*", "seed decision", '"', "a OR b"]) | text),
-                "scope": scope, "include_handoffs": draw(st.booleans()), "limit": draw(st.integers(1, 20)),
-                "include_related_projects": draw(st.booleans())}  # fmt: skip
+        args = {
+            "query": draw(st.sampled_from(["payment", "enum*", "seed decision", '"', "a OR b"]) | text),
+            "scope": scope,
+            "include_handoffs": draw(st.booleans()),
+            "limit": draw(st.integers(1, 20)),
+            "include_related_projects": draw(st.booleans()),
+        }
     elif name == "memory_get_recent":
         args = {"scope": scope, "limit": draw(st.integers(1, 20)), "include_related_projects": draw(st.booleans())}
     elif name == "memory_get_note":
@@ -382,17 +494,28 @@ def seeded_call(draw: st.DrawFn, h: Harness) -> tuple[str, dict[str, Any]]:
         args = {"id": note if kind == "note" else handoff, "kind": kind}
     elif name == "memory_set_status":
         kind = draw(st.sampled_from(["note", "handoff"]))
-        args = {"id": note if kind == "note" else handoff, "kind": kind,
-                "status": draw(st.sampled_from(["resolved", "resolved", "superseded", "completed"] if kind == "note"
-                                               else ["completed", "abandoned", "open", "resolved"])),
-                "expected_version": draw(st.sampled_from(["FRESH", "FRESH", 1, 2])),
-                "superseded_by": draw(st.sampled_from(["", "", note]))}  # fmt: skip
+        args = {
+            "id": note if kind == "note" else handoff,
+            "kind": kind,
+            "status": draw(
+                st.sampled_from(
+                    ["resolved", "resolved", "superseded", "completed"]
+                    if kind == "note"
+                    else ["completed", "abandoned", "open", "resolved"]
+                )
+            ),
+            "expected_version": draw(st.sampled_from(["FRESH", "FRESH", 1, 2])),
+            "superseded_by": draw(st.sampled_from(["", "", note])),
+        }
     elif name == "memory_end_session":
         args = {"session_id": session, "status": draw(st.sampled_from(["ended", "paused"]))}
     elif name == "memory_install_agents":
-        args = {"target": draw(st.sampled_from(["global", "project", "both"])),
-                "mode": draw(st.sampled_from(["safe", "append", "overwrite"])), "cwd": cwd,
-                "project_name": draw(st.text(max_size=20))}  # fmt: skip
+        args = {
+            "target": draw(st.sampled_from(["global", "project", "both"])),
+            "mode": draw(st.sampled_from(["safe", "append", "overwrite"])),
+            "cwd": cwd,
+            "project_name": draw(st.text(max_size=20)),
+        }
     elif name == "list_record_channels":
         args = {}
     elif name == "list_record_items":
@@ -406,10 +529,13 @@ def seeded_call(draw: st.DrawFn, h: Harness) -> tuple[str, dict[str, Any]]:
             st.lists(st.sampled_from(BUG_KEYS[1:]), min_size=1, max_size=3, unique=True)
             | st.lists(st.sampled_from([*BUG_KEYS, "nope", "age_days", "json", "text"]), min_size=1, max_size=3)
         )
-        args = {"record_channel_id": channel, "item_id": item,
-                "values": {k: draw(bug_value(k)) for k in keys},
-                "expected_version": draw(st.sampled_from(["FRESH", "FRESH", 1, 2, 9])),
-                "idempotency_key": draw(st.sampled_from(["UNIQUE", "UNIQUE", "UNIQUE", "k1", "k2"]))}  # fmt: skip
+        args = {
+            "record_channel_id": channel,
+            "item_id": item,
+            "values": {k: draw(bug_value(k)) for k in keys},
+            "expected_version": draw(st.sampled_from(["FRESH", "FRESH", 1, 2, 9])),
+            "idempotency_key": draw(st.sampled_from(["UNIQUE", "UNIQUE", "UNIQUE", "k1", "k2"])),
+        }
     else:  # poll_resource_events
         args = {"since": draw(st.sampled_from([0, 0, 1, 10**15])), "limit": draw(st.integers(1, 500))}
         if draw(st.booleans()):
@@ -435,9 +561,16 @@ def _fresh_version(h: Harness, args: dict[str, Any]) -> None:
 
 
 WRITE_TOOLS = {
-    "memory_bootstrap_session", "memory_start_session", "memory_save_note", "memory_save_handoff",
-    "memory_save_import", "memory_save_imported_note", "memory_set_status", "memory_end_session", "edit_record_item",
-}  # fmt: skip
+    "memory_bootstrap_session",
+    "memory_start_session",
+    "memory_save_note",
+    "memory_save_handoff",
+    "memory_save_import",
+    "memory_save_imported_note",
+    "memory_set_status",
+    "memory_end_session",
+    "edit_record_item",
+}
 
 
 def test_valid_looking_calls_on_a_seeded_store_succeed_or_refuse_cleanly(harness: Harness) -> None:
@@ -472,10 +605,13 @@ def test_valid_looking_calls_on_a_seeded_store_succeed_or_refuse_cleanly(harness
 
     run()
     report(
-        "fuzz_seeded", calls=harness.calls - before, ok=harness.ok - ok_before, successes=successes,
+        "fuzz_seeded",
+        calls=harness.calls - before,
+        ok=harness.ok - ok_before,
+        successes=successes,
         edit_refusals=harness.refusals.get("edit_record_item"),
         seconds=round(time.perf_counter() - started, 1),
-    )  # fmt: skip
+    )
     # The success paths were exercised, not only the refusals.
     assert sum(successes.values()) >= (harness.calls - before) // 5
     assert len(successes) >= 16, successes
@@ -485,9 +621,12 @@ def test_valid_looking_calls_on_a_seeded_store_succeed_or_refuse_cleanly(harness
 
 def test_at_least_the_promised_number_of_calls_ran(harness: Harness) -> None:
     report(
-        "fuzz_total", calls=harness.calls, ok=harness.ok, slowest_call_s=round(harness.slowest, 3),
+        "fuzz_total",
+        calls=harness.calls,
+        ok=harness.ok,
+        slowest_call_s=round(harness.slowest, 3),
         unsendable_by_the_client=harness.unsendable,
-    )  # fmt: skip
+    )
     assert harness.calls >= MIN_CALLS
 
 
@@ -506,12 +645,17 @@ NASTY_LINES: list[bytes] = [
     b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"poll_resource_events","arguments":{"since":100000000000000000000000000000000000000}}}',
     b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"list_record_items","arguments":{"record_channel_id":"../../etc"}}}',
     b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"memory_get_note","arguments":{"id":"note_01KE6T7Q1RJHAEB2VWR68JYV1C","kind":"note","id":"dup"}}}',
-]  # fmt: skip
+]
 GARBAGE_LINES: list[bytes] = [
-    b"not json at all", b"{", b"[]", b"null", b'{"jsonrpc":"2.0"}', b"\xff\xfe\x00\x01",
+    b"not json at all",
+    b"{",
+    b"[]",
+    b"null",
+    b'{"jsonrpc":"2.0"}',
+    b"\xff\xfe\x00\x01",
     b'{"jsonrpc":"2.0","id":1e999}',
     b'{"jsonrpc":"2.0","id":99,"method":"no/such/method","params":{}}',
-]  # fmt: skip
+]
 
 
 def _deep_line(rid: int, depth: int) -> bytes:
@@ -538,8 +682,10 @@ def test_a_spawned_server_survives_the_nastiest_arguments_over_stdio(tmp_path: P
         lines = [line % (rid + i) for i, line in enumerate(NASTY_LINES)]
         lines += [_deep_line(rid + 100 + i, d) for i, d in enumerate((50, 500, 950, 5000))]
         huge = json.dumps({"id": "x" * 3_000_000, "kind": "note"})
-        lines.append(b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"memory_get_note","arguments":%s}}'
-                     % (rid + 200, huge.encode()))  # fmt: skip
+        lines.append(
+            b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"memory_get_note","arguments":%s}}'
+            % (rid + 200, huge.encode())
+        )
         for line in lines:
             for junk in GARBAGE_LINES:
                 server.send(junk)
@@ -583,15 +729,28 @@ def readme_limits() -> dict[str, str]:
 
 def _note(h: Harness, **changes: Any) -> tuple[str, dict[str, Any]]:
     scope, session = h.sessions[-1]
-    args = {"scope": scope, "session_id": session, "type": "decision", "title": "limit", "content": "limit",
-            "importance": 3}  # fmt: skip
+    args = {
+        "scope": scope,
+        "session_id": session,
+        "type": "decision",
+        "title": "limit",
+        "content": "limit",
+        "importance": 3,
+    }
     return "memory_save_note", {**args, **changes}
 
 
 def _handoff(h: Harness, **changes: Any) -> tuple[str, dict[str, Any]]:
     scope, session = h.sessions[-1]
-    args = {"scope": scope, "session_id": session, "kind": "checkpoint", "task": "limit", "summary": "limit",
-            "next_steps": ["next"], "status": "open"}  # fmt: skip
+    args = {
+        "scope": scope,
+        "session_id": session,
+        "kind": "checkpoint",
+        "task": "limit",
+        "summary": "limit",
+        "next_steps": ["next"],
+        "status": "open",
+    }
     return "memory_save_handoff", {**args, **changes}
 
 
@@ -599,9 +758,13 @@ def _edit(h: Harness, channel: str, values: dict[str, Any]) -> tuple[str, dict[s
     item = h.seeded.items[channel][0]
     read = h.call("read_record_item", {"record_channel_id": channel, "item_id": item})
     assert read is not None and read["ok"], read
-    return "edit_record_item", {"record_channel_id": channel, "item_id": item, "values": values,
-                                "expected_version": read["data"]["item"]["version"],
-                                "idempotency_key": f"limit-{time.monotonic_ns()}"}  # fmt: skip
+    return "edit_record_item", {
+        "record_channel_id": channel,
+        "item_id": item,
+        "values": values,
+        "expected_version": read["data"]["item"]["version"],
+        "idempotency_key": f"limit-{time.monotonic_ns()}",
+    }
 
 
 # README row -> (the number it states, a call at the limit and one past it, the field the refusal names)
@@ -614,17 +777,33 @@ LIMIT_CASES: dict[str, tuple[int, Any, str]] = {
     "handoff list fields": (50, lambda h, n: _handoff(h, next_steps=[f"step {i}" for i in range(n)]), "next_steps"),
     "search query": (500, lambda h, n: ("memory_search", {"query": "q" * n, "scope": h.seeded.scope}), "query"),
     "search / recent `limit`": (20, lambda h, n: ("memory_get_recent", {"scope": h.seeded.scope, "limit": n}), "limit"),
-    "bootstrap `max_notes`": (20, lambda h, n: ("memory_bootstrap_session", {"cwd": str(h.seeded.repo),
-                                                                              "max_notes": n}), "max_notes"),
-    "`list_record_items` `limit`": (50, lambda h, n: ("list_record_items", {"record_channel_id": "bugs", "limit": n}),
-                                    "limit"),
+    "bootstrap `max_notes`": (
+        20,
+        lambda h, n: ("memory_bootstrap_session", {"cwd": str(h.seeded.repo), "max_notes": n}),
+        "max_notes",
+    ),
+    "`list_record_items` `limit`": (
+        50,
+        lambda h, n: ("list_record_items", {"record_channel_id": "bugs", "limit": n}),
+        "limit",
+    ),
     "item text values": (10_000, lambda h, n: _edit(h, "limits", {"body": "b" * n}), "body"),
     "item json values": (8192, lambda h, n: _edit(h, "limits", {"data": "j" * (n - 2)}), "data"),
-}  # fmt: skip
-README_NUMBERS = {"note title": 200, "note content, handoff summary": 6000, "tags": 20, "file paths": 50,
-                  "handoff list fields": 50, "search query": 500, "search / recent `limit`": 20,
-                  "bootstrap `max_notes`": 20, "`list_record_items` `limit`": 50, "item text values": 10_000,
-                  "item json values": 8192, "any YAML file read": 1_000_000}  # fmt: skip
+}
+README_NUMBERS = {
+    "note title": 200,
+    "note content, handoff summary": 6000,
+    "tags": 20,
+    "file paths": 50,
+    "handoff list fields": 50,
+    "search query": 500,
+    "search / recent `limit`": 20,
+    "bootstrap `max_notes`": 20,
+    "`list_record_items` `limit`": 50,
+    "item text values": 10_000,
+    "item json values": 8192,
+    "any YAML file read": 1_000_000,
+}
 
 
 def test_the_readme_limits_are_the_code_limits(harness: Harness) -> None:
@@ -645,7 +824,7 @@ def test_the_readme_limits_are_the_code_limits(harness: Harness) -> None:
         MAX_TAGS,
         MAX_TASK,
         MAX_TITLE,
-    )  # fmt: skip
+    )
     from codexmem.records import fields
     from codexmem.records.service import MAX_IDEMPOTENCY_KEY, MAX_PAGE, MAX_POLL
     from codexmem.store.events import MAX_EVENT_LINE
@@ -677,7 +856,10 @@ def test_the_readme_limits_are_the_code_limits(harness: Harness) -> None:
         "poll_resource_events limit": [MAX_POLL],
         "item text values": [fields.DEFAULT_TEXT_MAX_LENGTH],
         "item url / email / file / phone values": [
-            fields.URL_MAX_LENGTH, fields.EMAIL_MAX_LENGTH, fields.FILE_MAX_LENGTH, fields.PHONE_MAX_LENGTH,
+            fields.URL_MAX_LENGTH,
+            fields.EMAIL_MAX_LENGTH,
+            fields.FILE_MAX_LENGTH,
+            fields.PHONE_MAX_LENGTH,
         ],
         "item json values": [fields.JSON_MAX_BYTES // 1024],
         "an item's non-text values together (json, relations, options, numbers)": [fields.UNCUT_VALUES_MAX_BYTES],
@@ -697,13 +879,19 @@ def test_every_limit_is_enforced_at_its_boundary_with_the_field_named(harness: H
     from codexmem.records import service
 
     store = Store(harness.seeded.root)
-    schema = {"name": "Limits", "fields": [{"key": "title", "label": "Title", "type": "text"},
-                                           {"key": "body", "label": "Body", "type": "text"},
-                                           {"key": "data", "label": "Data", "type": "json"}]}  # fmt: skip
+    schema = {
+        "name": "Limits",
+        "fields": [
+            {"key": "title", "label": "Title", "type": "text"},
+            {"key": "body", "label": "Body", "type": "text"},
+            {"key": "data", "label": "Data", "type": "json"},
+        ],
+    }
     if "limits" not in harness.seeded.items:
         service.add_channel(store, "limits", schema, actor="cli:tester", now=NOW)
-        harness.seeded.items["limits"] = [service.create_item(store, "limits", {"title": "x"}, actor="cli:tester",
-                                                              now=NOW)["id"]]  # fmt: skip
+        harness.seeded.items["limits"] = [
+            service.create_item(store, "limits", {"title": "x"}, actor="cli:tester", now=NOW)["id"]
+        ]
     store.index.close()
     wrong: dict[str, Any] = {}
     for row, (limit, build, field) in LIMIT_CASES.items():
@@ -726,8 +914,12 @@ def test_an_item_edit_is_answered_within_the_budget_or_refused_unwritten(tmp_pat
 
     seeded = seed_store(tmp_path)
     store = Store(seeded.root)
-    bugs = [service.create_item(store, "bugs", {"ticket": f"BUG-{n}", "title": "t", "status": "new"},
-                                actor="cli:tester", now=NOW)["id"] for n in range(100, 140)]  # fmt: skip
+    bugs = [
+        service.create_item(
+            store, "bugs", {"ticket": f"BUG-{n}", "title": "t", "status": "new"}, actor="cli:tester", now=NOW
+        )["id"]
+        for n in range(100, 140)
+    ]
     store.index.close()
     item = seeded.items["everything"][0]
     values = {"json": ["x" * 4000, "y" * 4000], "relation": bugs}
@@ -738,8 +930,14 @@ def test_an_item_edit_is_answered_within_the_budget_or_refused_unwritten(tmp_pat
             result = portal.call(client.call_tool, name, args)
             return check_envelope(result.content[0].text, result.structured_content, result.is_error)
 
-        edit = call("edit_record_item", record_channel_id="everything", item_id=item, values=values,
-                    expected_version=1, idempotency_key="big")  # fmt: skip
+        edit = call(
+            "edit_record_item",
+            record_channel_id="everything",
+            item_id=item,
+            values=values,
+            expected_version=1,
+            idempotency_key="big",
+        )
         read = call("read_record_item", record_channel_id="everything", item_id=item)
     on_disk = Store(seeded.root).read_file(ITEM, item, "everything")
     assert on_disk is not None

@@ -61,8 +61,9 @@ class Hostile:
 SERVED = {
     "NUL byte",  # a NUL is a character like any other: stored, served and checked as written
     "wrong type: option",  # values that break the channel schema: check reports them, an edit validates its own
-    "duplicate id", "duplicate id (twin)",  # each copy is valid in its channel; check reports the twin
-}  # fmt: skip
+    "duplicate id",
+    "duplicate id (twin)",  # each copy is valid in its channel; check reports the twin
+}
 
 
 def hostile_files(s: Seeded, pwned: Path) -> list[Hostile]:
@@ -135,9 +136,16 @@ def hostile_files(s: Seeded, pwned: Path) -> list[Hostile]:
     twin = ITEM_BODY.format(id=ulid(21), channel="{c}", values=good_values.format(n=9021))
     first = f"channels/bugs/items/item_{ulid(21)}.yaml"
     cases.append(Hostile("duplicate id", first, twin.format(c="bugs").encode(), "", "item", f"item_{ulid(21)}"))
-    cases.append(Hostile("duplicate id (twin)", f"channels/everything/items/item_{ulid(21)}.yaml",
-                         ITEM_BODY.format(id=ulid(21), channel="everything", values="  text: twin\n").encode(),
-                         "duplicate id", "item", f"item_{ulid(21)}"))  # fmt: skip
+    cases.append(
+        Hostile(
+            "duplicate id (twin)",
+            f"channels/everything/items/item_{ulid(21)}.yaml",
+            ITEM_BODY.format(id=ulid(21), channel="everything", values="  text: twin\n").encode(),
+            "duplicate id",
+            "item",
+            f"item_{ulid(21)}",
+        )
+    )
     return cases
 
 
@@ -185,8 +193,11 @@ def test_check_reports_every_hostile_file_in_bounded_time(hostile_store: tuple[S
     for f in result.errors:
         by_path.setdefault(f.path.split(":")[0], []).append(f.message)
     missing = [c.name for c in cases if c.says and c.rel not in by_path]
-    unclear = [(c.name, by_path[c.rel]) for c in cases if c.says and c.rel in by_path
-               and not any(c.says.lower() in m.lower() for m in by_path[c.rel])]  # fmt: skip
+    unclear = [
+        (c.name, by_path[c.rel])
+        for c in cases
+        if c.says and c.rel in by_path and not any(c.says.lower() in m.lower() for m in by_path[c.rel])
+    ]
     report("hostile_check", files=len(cases), errors=len(result.errors), seconds=round(elapsed, 2))
     assert missing == [], f"check says nothing about {missing}"
     assert unclear == [], unclear
@@ -222,11 +233,24 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Hostile], dic
         channels = call("list_record_channels")
         assert {c["id"] for c in channels["data"]["channels"]} >= {"bugs", "everything"}
         assert call("poll_resource_events", since=0, limit=500)["ok"]
-        edit = call("edit_record_item", record_channel_id="bugs", item_id=seeded.items["bugs"][0],
-                    values={"title": "still editable"}, expected_version=1, idempotency_key="h1")  # fmt: skip
+        edit = call(
+            "edit_record_item",
+            record_channel_id="bugs",
+            item_id=seeded.items["bugs"][0],
+            values={"title": "still editable"},
+            expected_version=1,
+            idempotency_key="h1",
+        )
         assert edit["ok"], edit
-        saved = call("memory_save_note", scope=boot["data"]["scope"], session_id=session, type="decision",
-                     title="after the hostile files", content="still written", importance=3)  # fmt: skip
+        saved = call(
+            "memory_save_note",
+            scope=boot["data"]["scope"],
+            session_id=session,
+            type="decision",
+            title="after the hostile files",
+            content="still written",
+            importance=3,
+        )
         assert saved["ok"], saved
         # Each hostile record: its own read and its own write.
         for case in cases:
@@ -239,9 +263,13 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Hostile], dic
                 channel = case.rel.split("/")[1]
                 answers[case.name + " (read)"] = call("read_record_item", record_channel_id=channel, item_id=case.rid)
                 answers[case.name + " (write)"] = call(
-                    "edit_record_item", record_channel_id=channel, item_id=case.rid, values={"ticket": "BUG-77"},
-                    expected_version=1, idempotency_key=f"h-{case.name}",
-                )  # fmt: skip
+                    "edit_record_item",
+                    record_channel_id=channel,
+                    item_id=case.rid,
+                    values={"ticket": "BUG-77"},
+                    expected_version=1,
+                    idempotency_key=f"h-{case.name}",
+                )
         answers["bad channel schema (read)"] = call("list_record_items", record_channel_id="broken")
         answers["schema of the wrong shape (read)"] = call("list_record_items", record_channel_id="shapeless")
 

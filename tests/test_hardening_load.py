@@ -64,16 +64,48 @@ def _batch(
         tag = f"t{trial}-{n}"
         if n % 6 == 2:
             item = items[(n // 6) % len(items)]
-            calls.append(("edit_record_item", {"record_channel_id": "load", "item_id": item,
-                                               "values": {"title": tag}, "expected_version": versions[item],
-                                               "idempotency_key": tag}))  # fmt: skip
+            calls.append(
+                (
+                    "edit_record_item",
+                    {
+                        "record_channel_id": "load",
+                        "item_id": item,
+                        "values": {"title": tag},
+                        "expected_version": versions[item],
+                        "idempotency_key": tag,
+                    },
+                )
+            )
         elif n % 6 == 4:
-            calls.append(("memory_save_imported_note", {"scope": scope, "session_id": session,
-                          "source": "relay_import", "external_id": f"crash:{tag}", "type": "todo",
-                          "title": f"imported {tag}", "content": "x\n" * (n * 40 + 1), "importance": 2}))  # fmt: skip
+            calls.append(
+                (
+                    "memory_save_imported_note",
+                    {
+                        "scope": scope,
+                        "session_id": session,
+                        "source": "relay_import",
+                        "external_id": f"crash:{tag}",
+                        "type": "todo",
+                        "title": f"imported {tag}",
+                        "content": "x\n" * (n * 40 + 1),
+                        "importance": 2,
+                    },
+                )
+            )
         else:
-            calls.append(("memory_save_note", {"scope": scope, "session_id": session, "type": "discovery",
-                          "title": f"crash note {tag}", "content": "y\n" * (n * 50 + 1), "importance": 3}))  # fmt: skip
+            calls.append(
+                (
+                    "memory_save_note",
+                    {
+                        "scope": scope,
+                        "session_id": session,
+                        "type": "discovery",
+                        "title": f"crash note {tag}",
+                        "content": "y\n" * (n * 50 + 1),
+                        "importance": 3,
+                    },
+                )
+            )
     return calls
 
 
@@ -129,9 +161,13 @@ def test_sigkill_of_a_server_mid_batch_loses_no_acknowledged_write(tmp_path: Pat
     elapsed = time.monotonic() - began
     _verify_acknowledged(root, acked)
     report(
-        "crash_server", trials=CRASH_TRIALS, killed_mid_batch=killed_mid_batch, acknowledged_writes=len(acked),
-        next_writer_max_s=round(max(next_writer), 3), seconds=round(elapsed, 1),
-    )  # fmt: skip
+        "crash_server",
+        trials=CRASH_TRIALS,
+        killed_mid_batch=killed_mid_batch,
+        acknowledged_writes=len(acked),
+        next_writer_max_s=round(max(next_writer), 3),
+        seconds=round(elapsed, 1),
+    )
     assert killed_mid_batch >= CRASH_TRIALS // 3, "kills landed in the middle of a batch"
     assert acked, "the servers acknowledged writes before they died"
     assert max(next_writer) < 2.0

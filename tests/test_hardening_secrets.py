@@ -67,10 +67,16 @@ class Paths:
 
     def edit(self, field: str, value: Any, secret: str | None) -> bool:
         self.n += 1
-        answer = self.tool("edit_record_item", {
-            "record_channel_id": "vault", "item_id": self.item, "values": {field: value},
-            "expected_version": self.version, "idempotency_key": f"k{self.n}",
-        })  # fmt: skip
+        answer = self.tool(
+            "edit_record_item",
+            {
+                "record_channel_id": "vault",
+                "item_id": self.item,
+                "values": {field: value},
+                "expected_version": self.version,
+                "idempotency_key": f"k{self.n}",
+            },
+        )
         if answer["ok"]:
             self.version = answer["data"]["item"]["version"]
             return self.count(f"edit_record_item {field}", False)
@@ -88,8 +94,15 @@ class Paths:
         argv = ["items", "add", "vault"] if action == "add" else ["items", "edit", "vault", self.item]
         out = io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-            code = cli_main([*argv, "--json", json.dumps(values if action == "add" else {"body": text}),
-                             "--store", str(self.s.root)])  # fmt: skip
+            code = cli_main(
+                [
+                    *argv,
+                    "--json",
+                    json.dumps(values if action == "add" else {"body": text}),
+                    "--store",
+                    str(self.s.root),
+                ]
+            )
         self.n += 1
         if code == 0:
             if action == "edit":
@@ -104,11 +117,22 @@ class Paths:
         base: dict[str, Any] = {"scope": self.s.scope, "session_id": session}
         args: dict[str, Any] = {
             "memory_save_note": {"type": "decision", "title": f"note {self.n}", "content": text, "importance": 3},
-            "memory_save_handoff": {"kind": "checkpoint", "task": f"task {self.n}", "summary": text,
-                                    "next_steps": ["next"], "status": "open"},
-            "memory_save_imported_note": {"source": "watcher_import", "external_id": f"w:{self.n}", "type": "todo",
-                                          "title": f"imported {self.n}", "content": text, "importance": 2},
-        }[tool]  # fmt: skip
+            "memory_save_handoff": {
+                "kind": "checkpoint",
+                "task": f"task {self.n}",
+                "summary": text,
+                "next_steps": ["next"],
+                "status": "open",
+            },
+            "memory_save_imported_note": {
+                "source": "watcher_import",
+                "external_id": f"w:{self.n}",
+                "type": "todo",
+                "title": f"imported {self.n}",
+                "content": text,
+                "importance": 2,
+            },
+        }[tool]
         answer = self.tool(tool, {**base, **args})
         if answer["ok"]:
             return self.count(tool, False)
@@ -198,11 +222,18 @@ def test_no_credential_reaches_a_file_and_no_lookalike_is_refused(tmp_path: Path
     look_tried = sum(v[0] for v in look_tally.values())
     look_refused = sum(v[1] for v in look_tally.values())
     report(
-        "secrets", corpus_embeddings=len(cases), kinds=len({c.kind for c in cases}), lookalikes=len(lookalikes),
-        items_detection=f"{item_refused}/{item_tried}", union_detection=f"{refused}/{tried}",
-        union_detection_rate=round(refused / tried, 4), lookalikes_refused=f"{look_refused}/{look_tried}",
-        false_positive_rate=round(look_refused / look_tried, 4), per_path=p.tally, leaked_kinds=leaked,
-    )  # fmt: skip
+        "secrets",
+        corpus_embeddings=len(cases),
+        kinds=len({c.kind for c in cases}),
+        lookalikes=len(lookalikes),
+        items_detection=f"{item_refused}/{item_tried}",
+        union_detection=f"{refused}/{tried}",
+        union_detection_rate=round(refused / tried, 4),
+        lookalikes_refused=f"{look_refused}/{look_tried}",
+        false_positive_rate=round(look_refused / look_tried, 4),
+        per_path=p.tally,
+        leaked_kinds=leaked,
+    )
     assert missed == [], missed[:20]
     assert flagged == [], flagged[:20]
     assert leaked == []

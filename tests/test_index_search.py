@@ -32,9 +32,18 @@ def store_with_notes(root: Path, notes: list[tuple[str, str, list[str]]]) -> Sto
         )
         for title, content, tags in notes:
             note = Note(
-                note_id=new_id("note"), version=1, scope=SCOPE, session_id=session_id, type="decision",
-                title=title, importance=3, content=content, tags=tags, created_at=at, updated_at=at,
-            )  # fmt: skip
+                note_id=new_id("note"),
+                version=1,
+                scope=SCOPE,
+                session_id=session_id,
+                type="decision",
+                title=title,
+                importance=3,
+                content=content,
+                tags=tags,
+                created_at=at,
+                updated_at=at,
+            )
             txn.put(NOTE, note, event_type="created", changed=[])
     return store
 

@@ -44,9 +44,13 @@ async def test_safe_mode_writes_new_files_and_never_touches_existing_ones(
     global_path = home / ".codex" / "AGENTS.md"
     assert first["data"]["written_files"] == [{"path": str(global_path), "target": "global", "mode": "safe"}]
     assert first["data"]["skipped_files"] == [
-        {"path": str(web / "AGENTS.md"), "target": "project", "mode": "safe",
-         "reason": "existing AGENTS.md was preserved in safe mode"},
-    ]  # fmt: skip
+        {
+            "path": str(web / "AGENTS.md"),
+            "target": "project",
+            "mode": "safe",
+            "reason": "existing AGENTS.md was preserved in safe mode",
+        },
+    ]
     assert codes(first) == ["WARN_EXISTING_AGENTS_SKIPPED"]
     assert (web / "AGENTS.md").read_text() == HAND_WRITTEN
     assert global_path.read_text().startswith("#") and second["data"]["written_files"] == []
@@ -69,8 +73,9 @@ async def test_append_three_times_leaves_one_block_and_the_rest_byte_for_byte(
     assert global_text.startswith(BEGIN_MARKER) and global_text.count(END_MARKER) == 1
     assert "Project name: order-web-2" in text and "Project name: order-web\n" not in text
     assert [(f["target"], f["mode"]) for f in answers[0]["data"]["written_files"]] == [
-        ("global", "append"), ("project", "append"),
-    ]  # fmt: skip
+        ("global", "append"),
+        ("project", "append"),
+    ]
     assert [a["data"]["written_files"] for a in answers[1:]] == [[], []]
     assert [f["reason"] for a in answers[1:] for f in a["data"]["skipped_files"]] == ["already up to date"] * 4
     assert renamed["data"]["written_files"][0]["path"] == str(web / "AGENTS.md")
@@ -82,10 +87,16 @@ async def test_overwrite_replaces_the_file_with_the_rendering_and_overrides_appl
     (web / "AGENTS.md").write_text(HAND_WRITTEN)
     async with mcp_client(store_path) as client:
         answer = await install(
-            client, target="project", mode="overwrite", cwd=str(web), project_name="order-web",
-            system_name="order-platform", related_repositories=["order-api", "order-worker", "order-api"],
-            preferred_tags=["spec", "api", "go"], allow_related_project_memory=True,
-        )  # fmt: skip
+            client,
+            target="project",
+            mode="overwrite",
+            cwd=str(web),
+            project_name="order-web",
+            system_name="order-platform",
+            related_repositories=["order-api", "order-worker", "order-api"],
+            preferred_tags=["spec", "api", "go"],
+            allow_related_project_memory=True,
+        )
     text = (web / "AGENTS.md").read_text()
     assert answer["ok"] and answer["warnings"] == []
     assert HAND_WRITTEN not in text and BEGIN_MARKER not in text
@@ -126,12 +137,18 @@ async def test_bad_targets_modes_and_paths_write_nothing(store_path: Path, tmp_p
             "no_cwd": await install(client, target="project", mode="safe"),
         }
     assert {k: v["error"]["code"] for k, v in answers.items()} == {
-        "target": "ERR_INVALID_TARGET", "mode": "ERR_INVALID_TARGET", "outside": "ERR_INVALID_TARGET",
-        "etc": "ERR_INVALID_TARGET", "no_cwd": "ERR_INVALID_INPUT",
-    }  # fmt: skip
+        "target": "ERR_INVALID_TARGET",
+        "mode": "ERR_INVALID_TARGET",
+        "outside": "ERR_INVALID_TARGET",
+        "etc": "ERR_INVALID_TARGET",
+        "no_cwd": "ERR_INVALID_INPUT",
+    }
     assert [f["field"] for k in ("target", "mode", "outside", "no_cwd") for f in answers[k]["error"]["fields"]] == [
-        "target", "mode", "cwd", "cwd",
-    ]  # fmt: skip
+        "target",
+        "mode",
+        "cwd",
+        "cwd",
+    ]
     assert not (home / ".codex").exists(), "target both: nothing is written when the project path is refused"
     assert not (outside / "AGENTS.md").exists()
 
@@ -146,5 +163,6 @@ async def test_the_tool_is_announced_as_writing_and_possibly_destructive(store_p
     assert schema["properties"]["target"]["enum"] == ["global", "project", "both"]
     assert schema["properties"]["mode"]["enum"] == ["safe", "append", "overwrite"]
     assert schema["properties"]["allow_related_project_memory"] == {
-        "type": "boolean", "description": "unset: as the store config says",
-    }  # fmt: skip
+        "type": "boolean",
+        "description": "unset: as the store config says",
+    }

@@ -23,10 +23,20 @@ from codexmem.store.store import Store
 
 REMOTE = "git@github.com:example/order-web.git"
 MEMORY_TOOLS = {
-    "memory_bootstrap_session", "memory_resolve_scope", "memory_start_session", "memory_save_note",
-    "memory_save_handoff", "memory_search", "memory_get_recent", "memory_get_note", "memory_set_status",
-    "memory_end_session", "memory_save_import", "memory_save_imported_note", "memory_install_agents",
-}  # fmt: skip
+    "memory_bootstrap_session",
+    "memory_resolve_scope",
+    "memory_start_session",
+    "memory_save_note",
+    "memory_save_handoff",
+    "memory_search",
+    "memory_get_recent",
+    "memory_get_note",
+    "memory_set_status",
+    "memory_end_session",
+    "memory_save_import",
+    "memory_save_imported_note",
+    "memory_install_agents",
+}
 # Tools that may overwrite something: a status move rewrites a record, install_agents may overwrite a file.
 DESTRUCTIVE = {"memory_set_status", "memory_install_agents"}
 READ_ONLY = {"memory_resolve_scope", "memory_search", "memory_get_recent", "memory_get_note"}
@@ -57,9 +67,13 @@ async def note(client: Client, boot: dict[str, Any], **fields: Any) -> dict[str,
 
 async def handoff(client: Client, boot: dict[str, Any], **fields: Any) -> dict[str, Any]:
     values: dict[str, Any] = {
-        "kind": "final", "task": "Fix order validation", "summary": "Enums still diverge.",
-        "next_steps": ["Confirm backend values"], "status": "open", "files_touched": ["src/order/validation.ts"],
-    }  # fmt: skip
+        "kind": "final",
+        "task": "Fix order validation",
+        "summary": "Enums still diverge.",
+        "next_steps": ["Confirm backend values"],
+        "status": "open",
+        "files_touched": ["src/order/validation.ts"],
+    }
     values.update(fields)
     return await call(
         client, "memory_save_handoff", scope=boot["scope"], session_id=boot["session"]["session_id"], **values
@@ -83,8 +97,13 @@ async def test_tools_publish_precise_flat_schemas_and_honest_annotations(store_p
     assert search["required"] == ["query", "scope"]
     assert search["properties"]["limit"]["maximum"] == 20 and search["properties"]["limit"]["default"] == 10
     assert search["properties"]["intent"]["enum"] == [
-        "continuation", "decision", "bugfix", "discovery", "recent_activity", "general",
-    ]  # fmt: skip
+        "continuation",
+        "decision",
+        "bugfix",
+        "discovery",
+        "recent_activity",
+        "general",
+    ]
     assert search["properties"]["scope"]["required"] == ["system_id", "project_id", "workspace_id"]
     save = listed["memory_save_note"].input_schema["properties"]
     assert (save["importance"]["minimum"], save["importance"]["maximum"]) == (1, 5)
@@ -110,9 +129,14 @@ async def test_without_a_store_every_tool_names_codexmem_init_then_an_empty_stor
     assert boot["recent_notes"] == [] and boot["related_notes"] == [] and boot["other_open_handoffs"] == []
     assert boot["warning_codes"] == ["WARN_NO_PRIOR_HANDOFF", "WARN_NO_PRIOR_NOTES"]
     assert boot["startup_brief"] == {
-        "current_task": "Fix order validation", "last_known_state": None, "important_decisions": [],
-        "open_todos": [], "risks": [], "touched_files": [], "related_context": [],
-    }  # fmt: skip
+        "current_task": "Fix order validation",
+        "last_known_state": None,
+        "important_decisions": [],
+        "open_todos": [],
+        "risks": [],
+        "touched_files": [],
+        "related_context": [],
+    }
 
 
 # ------------------------------------------------------------------ continuity
@@ -177,9 +201,15 @@ async def test_writes_are_checked_against_their_session(store_path: Path, web: P
         boot = await bootstrap(client, web)
         other = await bootstrap(client, api)
         foreign = await call(
-            client, "memory_save_note", scope=boot["scope"], session_id=other["session"]["session_id"],
-            type="bugfix", title="t", content="c", importance=3,
-        )  # fmt: skip
+            client,
+            "memory_save_note",
+            scope=boot["scope"],
+            session_id=other["session"]["session_id"],
+            type="bugfix",
+            title="t",
+            content="c",
+            importance=3,
+        )
         no_steps = await handoff(client, boot, next_steps=[" "])
         empty_steps = await handoff(client, boot, next_steps=[])
         ended = await call(client, "memory_end_session", session_id=boot["session"]["session_id"])
@@ -220,8 +250,13 @@ async def test_status_moves_legal_illegal_and_stale(store_path: Path, web: Path)
 async def test_bad_arguments_are_answered_with_an_envelope_naming_each_field(store_path: Path, web: Path) -> None:
     async with mcp_client(store_path) as client:
         boot = await bootstrap(client, web)
-        base = {"scope": boot["scope"], "session_id": boot["session"]["session_id"], "type": "bugfix", "title": "t",
-                "content": "c"}  # fmt: skip
+        base = {
+            "scope": boot["scope"],
+            "session_id": boot["session"]["session_id"],
+            "type": "bugfix",
+            "title": "t",
+            "content": "c",
+        }
         answers = {
             "unknown": await call(client, "memory_save_note", **base, importance=3, colour="red"),
             "string": await call(client, "memory_save_note", **base, importance="4"),
@@ -236,10 +271,16 @@ async def test_bad_arguments_are_answered_with_an_envelope_naming_each_field(sto
     fields = {k: [f["field"] for f in v["error"]["fields"]] for k, v in answers.items()}
     assert all(v["ok"] is False and v["error"]["code"] == "ERR_INVALID_INPUT" for v in answers.values())
     assert fields == {
-        "unknown": ["colour"], "string": ["importance"], "range": ["importance"], "enum": ["type"],
-        "missing": ["query"], "limit": ["limit"], "nested": ["scope.project_id", "scope.workspace_id"],
-        "path": ["file_paths[1]"], "id": ["id"],
-    }  # fmt: skip
+        "unknown": ["colour"],
+        "string": ["importance"],
+        "range": ["importance"],
+        "enum": ["type"],
+        "missing": ["query"],
+        "limit": ["limit"],
+        "nested": ["scope.project_id", "scope.workspace_id"],
+        "path": ["file_paths[1]"],
+        "id": ["id"],
+    }
     assert answers["unknown"]["error"]["fields"][0]["message"] == "unknown argument"
 
 
@@ -282,9 +323,18 @@ def _long_store(store_path: Path, web: Path, clone: Path) -> tuple[dict[str, Any
             content = f"Payment note {i}. " + ("Long content about payment enum validation. " * 140)[:5_930]
             title = f"Payment decision {i:02d} " + "t" * 180
             saved = notes.save_note(
-                store, NOW + timedelta(seconds=i), Warnings(), scope=ref, session_id=sid, note_type="decision",
-                title=title, content=content, importance=3 + i % 3, tags=tags, file_paths=paths,
-            )  # fmt: skip
+                store,
+                NOW + timedelta(seconds=i),
+                Warnings(),
+                scope=ref,
+                session_id=sid,
+                note_type="decision",
+                title=title,
+                content=content,
+                importance=3 + i % 3,
+                tags=tags,
+                file_paths=paths,
+            )
             biggest = saved["note"]["note_id"]
     return scope, sid, biggest
 
@@ -294,18 +344,30 @@ async def test_the_largest_answer_of_every_tool_fits_the_budget(store_path: Path
     scope, sid, note_id = _long_store(store_path, web, clone)
     steps = [f"Step {i}: " + "s" * 180 for i in range(20)]
     long_handoff = {
-        "scope": scope, "session_id": sid, "kind": "checkpoint", "task": "Payment " + "t" * 480,
-        "summary": "Payment summary. " + "u" * 2_500, "next_steps": steps, "status": "open",
-        "risks": ["r" * 300] * 1, "files_touched": [f"src/f{i}.ts" for i in range(20)],
-    }  # fmt: skip
+        "scope": scope,
+        "session_id": sid,
+        "kind": "checkpoint",
+        "task": "Payment " + "t" * 480,
+        "summary": "Payment summary. " + "u" * 2_500,
+        "next_steps": steps,
+        "status": "open",
+        "risks": ["r" * 300] * 1,
+        "files_touched": [f"src/f{i}.ts" for i in range(20)],
+    }
     async with mcp_client(store_path) as client:
         answers = {"save_handoff": await call(client, "memory_save_handoff", **long_handoff)}
         for i in range(4):
             await call(client, "memory_save_handoff", **{**long_handoff, "task": f"Task {i} " + "t" * 400})
         answers["bootstrap"] = await call(
-            client, "memory_bootstrap_session", cwd=str(web), task="t" * 500, max_notes=20, max_handoffs=5,
-            include_related_projects=True, related_reason="r" * 300,
-        )  # fmt: skip
+            client,
+            "memory_bootstrap_session",
+            cwd=str(web),
+            task="t" * 500,
+            max_notes=20,
+            max_handoffs=5,
+            include_related_projects=True,
+            related_reason="r" * 300,
+        )
         boot = answers["bootstrap"]["data"]
         answers["resolve"] = await call(client, "memory_resolve_scope", cwd=str(web), project_name_hint="p" * 300)
         answers["start"] = await call(
@@ -317,9 +379,16 @@ async def test_the_largest_answer_of_every_tool_fits_the_budget(store_path: Path
         answers["recent"] = await call(client, "memory_get_recent", scope=scope, limit=20)
         answers["get_note"] = await call(client, "memory_get_note", id=note_id, kind="note")
         answers["save_note"] = await call(
-            client, "memory_save_note", scope=scope, session_id=sid, type="discovery", title="n" * 200,
-            content="c" * 5_990, importance=5, tags=[f"t{i}" + "x" * 40 for i in range(20)],
-        )  # fmt: skip
+            client,
+            "memory_save_note",
+            scope=scope,
+            session_id=sid,
+            type="discovery",
+            title="n" * 200,
+            content="c" * 5_990,
+            importance=5,
+            tags=[f"t{i}" + "x" * 40 for i in range(20)],
+        )
         answers["set_status"] = await call(
             client, "memory_set_status", id=note_id, kind="note", status="resolved", expected_version=1
         )
@@ -343,58 +412,119 @@ async def test_the_largest_answer_of_every_tool_fits_the_budget(store_path: Path
 async def test_the_seed_example_flow_has_the_seed_shapes(store_path: Path, web: Path) -> None:
     async with mcp_client(store_path) as client:
         boot_env = await call(
-            client, "memory_bootstrap_session", cwd=str(web), task="Continue fixing order submission validation",
-            branch_name="fix/order-validation", repo_remote=REMOTE, include_related_projects=True,
-            related_reason="Frontend validation depends on backend API contract", max_notes=5, max_handoffs=2,
-        )  # fmt: skip
+            client,
+            "memory_bootstrap_session",
+            cwd=str(web),
+            task="Continue fixing order submission validation",
+            branch_name="fix/order-validation",
+            repo_remote=REMOTE,
+            include_related_projects=True,
+            related_reason="Frontend validation depends on backend API contract",
+            max_notes=5,
+            max_handoffs=2,
+        )
         resolved = await call(
-            client, "memory_resolve_scope", cwd=str(web), branch_name="fix/order-validation", repo_remote=REMOTE,
-            project_name_hint="order-web", system_name_hint="order-platform",
-        )  # fmt: skip
+            client,
+            "memory_resolve_scope",
+            cwd=str(web),
+            branch_name="fix/order-validation",
+            repo_remote=REMOTE,
+            project_name_hint="order-web",
+            system_name_hint="order-platform",
+        )
         scope = resolved["data"]["scope"]
         started = await call(
-            client, "memory_start_session", scope=scope, task="Continue fixing order submission validation",
+            client,
+            "memory_start_session",
+            scope=scope,
+            task="Continue fixing order submission validation",
             branch_name="fix/order-validation",
-        )  # fmt: skip
+        )
         session = started["data"]["session"]
         short = {k: scope[k] for k in ("system_id", "project_id", "workspace_id")}
         saved = await call(
-            client, "memory_save_note", scope=short, session_id=session["session_id"], type="bugfix",
+            client,
+            "memory_save_note",
+            scope=short,
+            session_id=session["session_id"],
+            type="bugfix",
             title="Order validation now uses generated backend enum list",
             content="Client-side validation now reads generated enum metadata instead of a stale manual list.",
-            importance=4, tags=["validation", "frontend", "api"], file_paths=["src/order/validation.ts"],
-        )  # fmt: skip
+            importance=4,
+            tags=["validation", "frontend", "api"],
+            file_paths=["src/order/validation.ts"],
+        )
         note_id = saved["data"]["note"]["note_id"]
         handed = await call(
-            client, "memory_save_handoff", scope=short, session_id=session["session_id"], kind="final",
-            task="Fix order validation mismatch", summary="Frontend validation was updated to use generated enums.",
-            completed=["Removed stale hard-coded payment enum list"], next_steps=["Run regression test"],
+            client,
+            "memory_save_handoff",
+            scope=short,
+            session_id=session["session_id"],
+            kind="final",
+            task="Fix order validation mismatch",
+            summary="Frontend validation was updated to use generated enums.",
+            completed=["Removed stale hard-coded payment enum list"],
+            next_steps=["Run regression test"],
             open_questions=["Do older cached clients still submit legacy aliases?"],
-            risks=["Draft restore flow may still inject old values."], files_touched=["src/order/validation.ts"],
-            related_note_ids=[note_id], status="open",
-        )  # fmt: skip
+            risks=["Draft restore flow may still inject old values."],
+            files_touched=["src/order/validation.ts"],
+            related_note_ids=[note_id],
+            status="open",
+        )
         found = await call(
-            client, "memory_search", query="payment enum validation", scope=short, types=["decision", "bugfix"],
-            min_importance=3, limit=5, include_handoffs=True, include_related_projects=False, intent="bugfix",
-        )  # fmt: skip
-        recent = await call(
-            client, "memory_get_recent", scope=short, limit=3, include_handoffs=True, include_notes=True,
+            client,
+            "memory_search",
+            query="payment enum validation",
+            scope=short,
+            types=["decision", "bugfix"],
+            min_importance=3,
+            limit=5,
+            include_handoffs=True,
             include_related_projects=False,
-        )  # fmt: skip
+            intent="bugfix",
+        )
+        recent = await call(
+            client,
+            "memory_get_recent",
+            scope=short,
+            limit=3,
+            include_handoffs=True,
+            include_notes=True,
+            include_related_projects=False,
+        )
         got = await call(client, "memory_get_note", id=note_id, kind="note")
     boot = boot_env["data"]
     assert {"scope", "session", "latest_handoff", "recent_notes", "related_notes", "startup_brief"} <= set(boot)
     assert boot_env["warnings"][-1]["code"] == "WARN_RELATED_PROJECTS_SKIPPED"
     assert set(boot["startup_brief"]) == {
-        "current_task", "last_known_state", "important_decisions", "open_todos", "risks", "touched_files",
+        "current_task",
+        "last_known_state",
+        "important_decisions",
+        "open_todos",
+        "risks",
+        "touched_files",
         "related_context",
-    }  # fmt: skip
+    }
     assert resolved["data"]["resolved_by"] == scope["resolved_by"] == "repo_remote"
     assert scope["project_name"] == "order-web" and scope["branch_name"] == "fix/order-validation"
     seed_session = {"session_id", "scope", "status", "task", "branch_name", "started_at", "version"}
     assert seed_session <= set(session) and session["scope"] == short
-    seed_note = {"note_id", "scope", "session_id", "type", "title", "content", "importance", "status", "source",
-                 "created_at", "version", "tags", "file_paths", "updated_at"}  # fmt: skip
+    seed_note = {
+        "note_id",
+        "scope",
+        "session_id",
+        "type",
+        "title",
+        "content",
+        "importance",
+        "status",
+        "source",
+        "created_at",
+        "version",
+        "tags",
+        "file_paths",
+        "updated_at",
+    }
     assert seed_note <= set(saved["data"]["note"]) and saved["data"]["deduplicated"] is False
     assert saved["data"]["stored_at"] == saved["data"]["note"]["created_at"]
     assert saved["data"]["note"]["source"] == "codex_explicit" and saved["data"]["note"]["status"] == "active"

@@ -48,8 +48,11 @@ def _serve(tmp_path: Path, *, stdout: Any, stderr: Any, python_flags: tuple[str,
     init_store(store, cwd=tmp_path, system_name="pipes")
     return subprocess.Popen(
         [PYTHON, *python_flags, "-m", "codexmem", "serve", "--store", str(store)],
-        stdin=subprocess.PIPE, stdout=stdout, stderr=stderr, env=dict(os.environ),
-    )  # fmt: skip
+        stdin=subprocess.PIPE,
+        stdout=stdout,
+        stderr=stderr,
+        env=dict(os.environ),
+    )
 
 
 def test_stdout_to_a_file_is_served_through_the_sdk_streams(tmp_path: Path) -> None:

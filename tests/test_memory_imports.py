@@ -24,11 +24,16 @@ async def save_import(client: Client, where: dict[str, Any], **fields: Any) -> d
 
 async def imported_note(client: Client, where: dict[str, Any], **fields: Any) -> dict[str, Any]:
     values: dict[str, Any] = {
-        "source": "watcher_import", "external_id": "watcher:event:393", "payload_hash": "sha256:b7f650bfe12c",
-        "type": "discovery", "title": "Watcher captured checkout retry regression",
-        "content": "The retry button still posts a legacy payment alias after draft restore.", "importance": 4,
-        "tags": ["watcher", "checkout"], "file_paths": ["src/order/checkout.ts"],
-    }  # fmt: skip
+        "source": "watcher_import",
+        "external_id": "watcher:event:393",
+        "payload_hash": "sha256:b7f650bfe12c",
+        "type": "discovery",
+        "title": "Watcher captured checkout retry regression",
+        "content": "The retry button still posts a legacy payment alias after draft restore.",
+        "importance": 4,
+        "tags": ["watcher", "checkout"],
+        "file_paths": ["src/order/checkout.ts"],
+    }
     values.update(fields)
     return await call(client, "memory_save_imported_note", **where, **values)
 
@@ -106,8 +111,11 @@ async def test_an_imported_note_and_its_audit_are_one_write(store_path: Path, we
     note, audit = data["note"], data["import"]
     assert saved["warnings"] == [] and note["source"] == "watcher_import" and note["status"] == "active"
     assert {k: data[k] for k in ("materialized", "note_deduplicated", "import_deduplicated", "suppressed")} == {
-        "materialized": True, "note_deduplicated": False, "import_deduplicated": False, "suppressed": False,
-    }  # fmt: skip
+        "materialized": True,
+        "note_deduplicated": False,
+        "import_deduplicated": False,
+        "suppressed": False,
+    }
     assert audit["durable_memory_id"] == note["note_id"] and audit["suppressed"] is False
     assert relayed["data"]["note"]["source"] == "relay_import"
     written = shard_events(store_path)[len(before) :][:2]
@@ -140,9 +148,14 @@ async def test_an_explicit_note_wins_over_the_same_imported_artifact(store_path:
     async with mcp_client(store_path) as client:
         where = await session(client, web)
         explicit = await call(
-            client, "memory_save_note", **where, type="discovery", title="Watcher captured checkout retry regression",
-            content="The retry button still posts a legacy payment alias after draft restore.", importance=4,
-        )  # fmt: skip
+            client,
+            "memory_save_note",
+            **where,
+            type="discovery",
+            title="Watcher captured checkout retry regression",
+            content="The retry button still posts a legacy payment alias after draft restore.",
+            importance=4,
+        )
         elsewhere = await session(client, web)  # another session of the project: precedence is project-wide
         imported = await imported_note(client, elsewhere)
         replay = await imported_note(client, elsewhere)
@@ -173,9 +186,12 @@ async def test_the_largest_imported_note_answer_fits_the_budget(store_path: Path
     async with mcp_client(store_path) as client:
         where = await session(client, web)
         big = {
-            "title": "é" * 200, "content": "ü" * 3_150, "tags": [f"tag-{i}-" + "x" * 40 for i in range(20)],
-            "external_id": "e" * 300, "payload_hash": "sha256:" + "a" * 64,
-        }  # fmt: skip
+            "title": "é" * 200,
+            "content": "ü" * 3_150,
+            "tags": [f"tag-{i}-" + "x" * 40 for i in range(20)],
+            "external_id": "e" * 300,
+            "payload_hash": "sha256:" + "a" * 64,
+        }
         saved = await imported_note(client, where, **big)
         replay = await imported_note(client, where, **big)
         whole = await call(client, "memory_get_note", id=saved["data"]["note"]["note_id"], kind="note")

@@ -27,8 +27,13 @@ PRIVATE_TAGS = ["private", "do_not_store", "do-not-store", "ephemeral_only"]
 
 
 NOTE = {"type": "decision", "title": "Payment enum", "content": "Read generated enums.", "importance": 4}
-HANDOFF = {"kind": "final", "task": "Fix validation", "summary": "Enums diverge.", "next_steps": ["Check"],
-           "status": "open"}  # fmt: skip
+HANDOFF = {
+    "kind": "final",
+    "task": "Fix validation",
+    "summary": "Enums diverge.",
+    "next_steps": ["Check"],
+    "status": "open",
+}
 IMPORTED = {**NOTE, "source": "watcher_import", "external_id": "watcher:event:1"}
 
 
@@ -97,13 +102,21 @@ async def test_a_private_import_keeps_only_its_suppressed_audit(store_path: Path
     async with mcp_client(store_path) as client:
         where = await session(client, web)
         audit = await call(
-            client, "memory_save_import", **where, source="relay_import", external_id="relay:42",
-            payload_hash="sha256:abcdef012345", privacy_intent="do_not_store",
-        )  # fmt: skip
+            client,
+            "memory_save_import",
+            **where,
+            source="relay_import",
+            external_id="relay:42",
+            payload_hash="sha256:abcdef012345",
+            privacy_intent="do_not_store",
+        )
         imported = await call(
-            client, "memory_save_imported_note", **where, **{**IMPORTED, "title": "Secret payroll export"},
+            client,
+            "memory_save_imported_note",
+            **where,
+            **{**IMPORTED, "title": "Secret payroll export"},
             tags=["payroll", "private"],
-        )  # fmt: skip
+        )
         replay = await call(client, "memory_save_imported_note", **where, **IMPORTED, privacy_intent="private")
         found = await call(client, "memory_search", query="payroll payment", scope=where["scope"])
     assert audit["data"]["suppressed"] is True and audit["data"]["deduplicated"] is False
@@ -129,22 +142,36 @@ async def test_a_private_import_keeps_only_its_suppressed_audit(store_path: Path
 FIELDS: dict[str, dict[str, int]] = {
     "memory_save_note": {"title": 200, "content": 6000, "tags[1]": 300, "file_paths[0]": 300},
     "memory_save_handoff": {
-        "task": 500, "summary": 6000, "next_steps[0]": 500, "completed[0]": 500, "open_questions[0]": 500,
-        "risks[0]": 500, "files_touched[0]": 300,
+        "task": 500,
+        "summary": 6000,
+        "next_steps[0]": 500,
+        "completed[0]": 500,
+        "open_questions[0]": 500,
+        "risks[0]": 500,
+        "files_touched[0]": 300,
     },
     "memory_save_import": {"external_id": 300, "payload_hash": 300},
     "memory_save_imported_note": {
-        "title": 200, "content": 6000, "tags[0]": 300, "file_paths[0]": 300, "external_id": 300, "payload_hash": 300,
+        "title": 200,
+        "content": 6000,
+        "tags[0]": 300,
+        "file_paths[0]": 300,
+        "external_id": 300,
+        "payload_hash": 300,
     },
-}  # fmt: skip
+}
 BASE: dict[str, dict[str, Any]] = {
     "memory_save_note": {**NOTE, "tags": ["billing", "ok"], "file_paths": ["src/a.ts"]},
     "memory_save_handoff": {
-        **HANDOFF, "completed": ["done"], "open_questions": ["why"], "risks": ["drafts"], "files_touched": ["src/a.ts"],
+        **HANDOFF,
+        "completed": ["done"],
+        "open_questions": ["why"],
+        "risks": ["drafts"],
+        "files_touched": ["src/a.ts"],
     },
     "memory_save_import": {"source": "watcher_import", "external_id": "e", "payload_hash": "sha256:0a1b2c3d4e5f"},
     "memory_save_imported_note": {**IMPORTED, "tags": ["ok"], "file_paths": ["src/a.ts"], "payload_hash": ""},
-}  # fmt: skip
+}
 
 
 def with_text(tool: str, field: str, text: str, n: int) -> dict[str, Any]:
@@ -208,9 +235,11 @@ async def test_every_credential_kind_is_refused_in_every_text_field(store_path: 
                 missed.append(("memory_save_note", "content", case.kind, answer))
     elapsed = time.perf_counter() - started
     rate = len(refused) / len(tried)
-    print(f"\nthrough the tools: {len(refused)}/{len(tried)} credential embeddings refused (detection rate "
-          f"{rate:.1%}): {len(by_kind)} kinds x {sum(map(len, FIELDS.values()))} fields of {len(FIELDS)} tools, "
-          f"then all {len(tried) - n} corpus embeddings in a note's content; {elapsed:.1f} s")  # fmt: skip
+    print(
+        f"\nthrough the tools: {len(refused)}/{len(tried)} credential embeddings refused (detection rate "
+        f"{rate:.1%}): {len(by_kind)} kinds x {sum(map(len, FIELDS.values()))} fields of {len(FIELDS)} tools, "
+        f"then all {len(tried) - n} corpus embeddings in a note's content; {elapsed:.1f} s"
+    )
     assert missed == []
     assert record_files(store_path, "notes", "handoffs", "imports") == []
     held = store_bytes(store_path)
@@ -261,18 +290,26 @@ async def test_lookalikes_are_stored_verbatim_in_every_field_that_fits(store_pat
             path_ok = len(text) <= 300 and relative_path(text)
             calls: dict[str, dict[str, Any]] = {
                 "memory_save_note": {
-                    **NOTE, "title": title, "content": text, "tags": [text] if len(text) <= 300 else [],
+                    **NOTE,
+                    "title": title,
+                    "content": text,
+                    "tags": [text] if len(text) <= 300 else [],
                     "file_paths": [text] if path_ok else [],
                 },
                 "memory_save_handoff": {
-                    **HANDOFF, "task": title, "summary": text, "next_steps": [text] if len(text) <= 500 else ["x"],
+                    **HANDOFF,
+                    "task": title,
+                    "summary": text,
+                    "next_steps": [text] if len(text) <= 500 else ["x"],
                     "risks": [text] if len(text) <= 500 else [],
                 },
                 "memory_save_imported_note": {
-                    **IMPORTED, "title": title, "content": text,
+                    **IMPORTED,
+                    "title": title,
+                    "content": text,
                     "external_id": text if len(text) <= 300 else f"look-alike:{i}",
                 },
-            }  # fmt: skip
+            }
             for tool, args in calls.items():
                 answer = await call(client, tool, **where, **args)
                 tried += sum(v in (text, [text]) for v in args.values())
@@ -284,8 +321,10 @@ async def test_lookalikes_are_stored_verbatim_in_every_field_that_fits(store_pat
                 else:
                     flagged.append((text, [f["field"] for f in answer["error"].get("fields", [])]))
     wrongly = sum(len(fields) for _, fields in flagged)
-    print(f"\nthrough the tools: {len(texts)} look-alikes in {tried} fields, {wrongly} refused "
-          f"(false-positive rate {wrongly / tried:.1%})")  # fmt: skip
+    print(
+        f"\nthrough the tools: {len(texts)} look-alikes in {tried} fields, {wrongly} refused "
+        f"(false-positive rate {wrongly / tried:.1%})"
+    )
     assert flagged == []
     assert stored == len(texts) * 3
     held = store_bytes(store_path)

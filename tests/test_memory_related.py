@@ -30,9 +30,12 @@ def codexmem_init(repo: Path) -> Path:
     """``codexmem init`` in the repository, as a person would run it."""
     env = {k: v for k, v in os.environ.items() if k != "CODEXMEM_STORE"}
     subprocess.run(
-        [PYTHON, "-m", "codexmem", "init", "--system", "order-platform"], cwd=repo, env=env, check=True,
+        [PYTHON, "-m", "codexmem", "init", "--system", "order-platform"],
+        cwd=repo,
+        env=env,
+        check=True,
         capture_output=True,
-    )  # fmt: skip
+    )
     return repo / ".codexmem"
 
 
@@ -67,12 +70,20 @@ async def write_notes(store: Path, cwd: Path, notes: list[dict[str, Any]]) -> No
 
 
 API_NOTES = [
-    {"type": "bugfix", "title": "Backend now rejects legacy payment aliases", "importance": 5,
-     "content": "The API accepts only canonical payment enum values after the March validation cleanup."},
+    {
+        "type": "bugfix",
+        "title": "Backend now rejects legacy payment aliases",
+        "importance": 5,
+        "content": "The API accepts only canonical payment enum values after the March validation cleanup.",
+    },
     {"type": "discovery", "title": "Minor log noise", "importance": 1, "content": "Payment logs are chatty."},
-]  # fmt: skip
-WEB_NOTE = {"type": "bugfix", "title": "Payment aliases validated on the client", "importance": 1,
-            "content": "The client maps legacy payment aliases before submit."}  # fmt: skip
+]
+WEB_NOTE = {
+    "type": "bugfix",
+    "title": "Payment aliases validated on the client",
+    "importance": 1,
+    "content": "The client maps legacy payment aliases before submit.",
+}
 
 
 def codes(envelope: dict[str, Any]) -> list[str]:
@@ -116,8 +127,10 @@ async def test_a_sibling_stores_memory_appears_only_when_asked_labelled_and_rank
     assert codes(asked) == []
     assert note["title"] == "Backend now rejects legacy payment aliases"
     assert (note["project_id"], note["project_name"], note["relation_type"]) == (
-        project_id(api_store), "order-api", "calls_api_of",
-    )  # fmt: skip
+        project_id(api_store),
+        "order-api",
+        "calls_api_of",
+    )
     assert note["scope"]["project_id"] == project_id(api_store)
     brief = asked["data"]["startup_brief"]
     assert brief["related_context"] == ["order-api: Backend now rejects legacy payment aliases"]
@@ -144,8 +157,17 @@ async def test_relations_that_do_not_lead_to_a_store_are_skipped_with_a_warning(
     (tmp_path / "work" / "a-file").write_text("not a store")
     (tmp_path / "work" / "to-etc").symlink_to("/etc")
     (tmp_path / "work" / "to-api").symlink_to(api_store)
-    bad = ["/etc", "../../../etc", "../../../../../../../../etc", "../plain-dir", "../a-file", "../to-etc", "~/x",
-           "../missing/.codexmem", "C:\\stores\\api"]  # fmt: skip
+    bad = [
+        "/etc",
+        "../../../etc",
+        "../../../../../../../../etc",
+        "../plain-dir",
+        "../a-file",
+        "../to-etc",
+        "~/x",
+        "../missing/.codexmem",
+        "C:\\stores\\api",
+    ]
     relations = [{"project": "proj_elsewhere", "relation_type": "depends_on", "store": s} for s in bad]
     relations.append({"project": project_id(api_store), "relation_type": "calls_api_of", "store": "../to-api"})
     declare_relations(web_store, relations)
@@ -161,8 +183,9 @@ async def test_nothing_declared_skips_and_a_quiet_relation_is_empty(checkouts: t
     web_store, api_store = web / ".codexmem", api / ".codexmem"
     async with mcp_client(web_store) as client:
         undeclared = await boot(client, web, include_related_projects=True)
-        declare_relations(web_store, [{"project": project_id(api_store), "relation_type": "depends_on",
-                                       "store": SIBLING}])  # fmt: skip
+        declare_relations(
+            web_store, [{"project": project_id(api_store), "relation_type": "depends_on", "store": SIBLING}]
+        )
     async with mcp_client(web_store) as client:
         empty = await boot(client, web, include_related_projects=True)
         scope = empty["data"]["scope"]
@@ -196,10 +219,14 @@ async def test_related_answers_fit_the_budget(checkouts: tuple[Path, Path]) -> N
     web, api = checkouts
     web_store, api_store = web / ".codexmem", api / ".codexmem"
     big = [
-        {"type": "decision", "title": f"Payment contract {i:02d} " + "t" * 170, "importance": 5,
-         "content": f"Payment rule {i}. " + "Canonical enum values only. " * 210}
+        {
+            "type": "decision",
+            "title": f"Payment contract {i:02d} " + "t" * 170,
+            "importance": 5,
+            "content": f"Payment rule {i}. " + "Canonical enum values only. " * 210,
+        }
         for i in range(20)
-    ]  # fmt: skip
+    ]
     await write_notes(api_store, api, big)
     relation = {"project": project_id(api_store), "relation_type": "calls_api_of", "store": SIBLING}
     declare_relations(web_store, [relation])

@@ -36,9 +36,11 @@ def ref(scope: dict[str, Any]) -> ScopeRef:
 
 def save(store: Store, scope: dict[str, Any], session_id: str, *, now: datetime = NOW, **fields: Any) -> dict[str, Any]:
     values: dict[str, Any] = {
-        "note_type": "decision", "title": "Use generated enums", "content": "Validation reads generated enums.",
+        "note_type": "decision",
+        "title": "Use generated enums",
+        "content": "Validation reads generated enums.",
         "importance": 4,
-    }  # fmt: skip
+    }
     values.update(fields)
     return notes.save_note(store, now, Warnings(), scope=ref(scope), session_id=session_id, **values)
 
@@ -47,9 +49,13 @@ def handoff(
     store: Store, scope: dict[str, Any], session_id: str, warnings: Warnings | None = None, **fields: Any
 ) -> dict[str, Any]:
     values: dict[str, Any] = {
-        "kind": "final", "task": "Fix order validation", "summary": "Enum handling diverges.",
-        "next_steps": ["Confirm backend values"], "status": "open", "risks": ["Drafts may hold old values"],
-    }  # fmt: skip
+        "kind": "final",
+        "task": "Fix order validation",
+        "summary": "Enum handling diverges.",
+        "next_steps": ["Confirm backend values"],
+        "status": "open",
+        "risks": ["Drafts may hold old values"],
+    }
     values.update(fields)
     now = values.pop("now", NOW)
     return handoffs.save_handoff(store, now, warnings or Warnings(), scope=ref(scope), session_id=session_id, **values)
@@ -94,9 +100,16 @@ def test_the_same_note_saved_twice_in_a_session_is_stored_once(store: Store, web
     first = save(store, scope, sid, tags=["API", "api"], file_paths=["./src\\a.ts"])
     warnings = Warnings()
     again = notes.save_note(
-        store, NOW + timedelta(minutes=5), warnings, scope=ref(scope), session_id=sid, note_type="decision",
-        title=" Use generated enums ", content="Validation reads generated enums.\n", importance=2,
-    )  # fmt: skip
+        store,
+        NOW + timedelta(minutes=5),
+        warnings,
+        scope=ref(scope),
+        session_id=sid,
+        note_type="decision",
+        title=" Use generated enums ",
+        content="Validation reads generated enums.\n",
+        importance=2,
+    )
     assert first["deduplicated"] is False and again["deduplicated"] is True
     assert again["note"]["note_id"] == first["note"]["note_id"] and again["stored_at"] == first["stored_at"]
     assert warnings.codes() == ["WARN_DEDUPE_APPLIED"]
@@ -180,8 +193,10 @@ def test_status_moves_are_versioned_and_checked(store: Store, web: Path) -> None
     assert superseded["record"]["superseded_by"] == newer
     events = [e for e in shard_events(store.root) if e["id"] == note_id]
     assert [(e["type"], e["version"], e["changed"]) for e in events] == [
-        ("created", 1, []), ("status_changed", 2, ["status"]), ("status_changed", 3, ["status", "superseded_by"]),
-    ]  # fmt: skip
+        ("created", 1, []),
+        ("status_changed", 2, ["status"]),
+        ("status_changed", 3, ["status", "superseded_by"]),
+    ]
     handoff_id = handoff(store, scope, sid)["handoff"]["handoff_id"]
     assert move("abandoned", 1, "handoff", handoff_id)["record"]["status"] == "abandoned"
     assert error_of(lambda: move("completed", 2, "handoff", handoff_id)).code == "ERR_INVALID_STATE"
@@ -275,7 +290,7 @@ def test_related_projects_come_only_from_declared_relations(tmp_path: Path) -> N
     (root / "codexmem.yaml").write_text(
         config + f"projects:\n  - id: {scope['project_id']}\n    name: order-web\n    remotes: [{REMOTE}]\n"
         f"    relations:\n      - {{project: {api_scope['project_id']}, relation_type: calls_api_of}}\n"
-    )  # fmt: skip
+    )
     store = Store(root)
     scope, _ = session_in(store, web)
     warnings = Warnings()

@@ -30,8 +30,11 @@ def _run(args: list[str], cwd: Path, timeout: float = 300) -> subprocess.Complet
 def _shipped(folder: str) -> set[str]:
     """The files of a top-level data folder that a wheel must carry (not dotfiles)."""
     root = REPO_ROOT / folder
-    return {p.relative_to(root).as_posix() for p in root.rglob("*")
-            if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)}  # fmt: skip
+    return {
+        p.relative_to(root).as_posix()
+        for p in root.rglob("*")
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
+    }
 
 
 @pytest.fixture(scope="module")
@@ -67,13 +70,32 @@ def test_the_installed_wheel_runs_from_a_fresh_venv(wheel: Path, tmp_path: Path)
     purelib = _run([str(vpython), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=tmp_path)
     site_packages = Path(purelib.stdout.strip())
     (site_packages / "_codexmem_test_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    done = _run([PYTHON, "-m", "pip", "--python", str(vpython), "install", "--no-deps", "--no-index",
-                 "--disable-pip-version-check", str(wheel)], cwd=tmp_path)  # fmt: skip
+    done = _run(
+        [
+            PYTHON,
+            "-m",
+            "pip",
+            "--python",
+            str(vpython),
+            "install",
+            "--no-deps",
+            "--no-index",
+            "--disable-pip-version-check",
+            str(wheel),
+        ],
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
 
-    where = _run([str(vpython), "-c", "import codexmem, codexmem.resources as r;"
-                  " print(codexmem.__file__); print(r.data_dir('templates')); print(r.data_dir('site'))"],
-                 cwd=tmp_path)  # fmt: skip
+    where = _run(
+        [
+            str(vpython),
+            "-c",
+            "import codexmem, codexmem.resources as r;"
+            " print(codexmem.__file__); print(r.data_dir('templates')); print(r.data_dir('site'))",
+        ],
+        cwd=tmp_path,
+    )
     assert where.returncode == 0, where.stderr
     module, templates, site = where.stdout.splitlines()
     assert module.startswith(str(site_packages)), "the wheel's codexmem must be the one imported"

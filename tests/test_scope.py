@@ -48,9 +48,15 @@ def test_a_remote_names_one_project_across_spellings_and_clones(store: Store, tm
     assert store.config.system is not None
     assert (first.system_id, first.system_name) == (store.config.system.id, "order-platform")
     assert set(first.as_dict()) == {
-        "system_id", "system_name", "project_id", "project_name", "workspace_id", "workspace_root",
-        "branch_name", "resolved_by",
-    }  # fmt: skip
+        "system_id",
+        "system_name",
+        "project_id",
+        "project_name",
+        "workspace_id",
+        "workspace_root",
+        "branch_name",
+        "resolved_by",
+    }
 
 
 def test_two_repositories_both_called_app_are_two_projects(store: Store, tmp_path: Path) -> None:

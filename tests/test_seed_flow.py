@@ -614,24 +614,37 @@ async def yesterday(store: Path, web: Path, api: Path) -> None:
         web_boot = (await call(client, "memory_bootstrap_session", cwd=str(web), task="Fix order validation"))["data"]
         where = {"scope": web_boot["scope"], "session_id": web_boot["session"]["session_id"]}
         await call(
-            client, "memory_save_note", **where, type="decision",
+            client,
+            "memory_save_note",
+            **where,
+            type="decision",
             title="Keep validation rules aligned with backend enum source",
             content="Frontend should consume generated enum metadata instead of a separate hard-coded list.",
             importance=4,
-        )  # fmt: skip
+        )
         await call(
-            client, "memory_save_handoff", **where, kind="final", task="Fix order validation mismatch",
+            client,
+            "memory_save_handoff",
+            **where,
+            kind="final",
+            task="Fix order validation mismatch",
             summary="Frontend validation still diverges from backend enum handling for payment method.",
             next_steps=["Confirm backend accepted values", "Update client-side enum validation", "Retest submit flow"],
             risks=["Backend rejects legacy aliases silently in older client flows."],
-            files_touched=["src/order/validation.ts", "src/order/submit.ts"], status="open",
-        )  # fmt: skip
+            files_touched=["src/order/validation.ts", "src/order/submit.ts"],
+            status="open",
+        )
         api_boot = (await call(client, "memory_bootstrap_session", cwd=str(api)))["data"]
         await call(
-            client, "memory_save_note", scope=api_boot["scope"], session_id=api_boot["session"]["session_id"],
-            type="bugfix", title="Backend now rejects legacy payment aliases",
-            content="The API accepts only canonical enum values after the March validation cleanup.", importance=4,
-        )  # fmt: skip
+            client,
+            "memory_save_note",
+            scope=api_boot["scope"],
+            session_id=api_boot["session"]["session_id"],
+            type="bugfix",
+            title="Backend now rejects legacy payment aliases",
+            content="The API accepts only canonical enum values after the March validation cleanup.",
+            importance=4,
+        )
 
 
 def request(tool: str, seed: dict[str, Any], web: Path, got: dict[str, Any]) -> dict[str, Any]:

@@ -181,10 +181,17 @@ def test_every_field_with_a_payload_is_shown_escaped(fx: Fixture, built: Path) -
 def test_tags_cannot_carry_a_payload() -> None:
     """Tags are ``[a-z0-9-]`` by the model, so a payload never reaches a tag page or URL."""
     note = {
-        "note_id": "note_01JH0000000000000000000000", "version": 1, "session_id": "sess_01JH0000000000000000000000",
-        "scope": {"system_id": "sys_a", "project_id": "proj_a", "workspace_id": "ws_a"}, "type": "decision",
-        "title": "t", "importance": 3, "created_at": ts(1), "updated_at": ts(1), "content": "c",
-    }  # fmt: skip
+        "note_id": "note_01JH0000000000000000000000",
+        "version": 1,
+        "session_id": "sess_01JH0000000000000000000000",
+        "scope": {"system_id": "sys_a", "project_id": "proj_a", "workspace_id": "ws_a"},
+        "type": "decision",
+        "title": "t",
+        "importance": 3,
+        "created_at": ts(1),
+        "updated_at": ts(1),
+        "content": "c",
+    }
     Note.model_validate({**note, "tags": ["fine-tag"]})
     with pytest.raises(ValidationError) as caught:
         Note.model_validate({**note, "tags": [SCRIPT]})
@@ -253,9 +260,19 @@ def test_pages_exist_for_every_record_and_permalinks_are_stable(fx: Fixture, bui
         assert (built / "imports" / iid / "index.html").is_file()
     for iid in fx.items.values():
         assert (built / "channels/bugs" / iid / "index.html").is_file()
-    for rel in ("index.html", "projects/proj_order_web/index.html", "channels/bugs/index.html", "tags/api/index.html",
-                "activity/index.html", "activity/2026-03/index.html", "search/index.html", "files/index.html",
-                "feed.xml", "assets/favicon.svg", "pagefind/pagefind-ui.js"):  # fmt: skip
+    for rel in (
+        "index.html",
+        "projects/proj_order_web/index.html",
+        "channels/bugs/index.html",
+        "tags/api/index.html",
+        "activity/index.html",
+        "activity/2026-03/index.html",
+        "search/index.html",
+        "files/index.html",
+        "feed.xml",
+        "assets/favicon.svg",
+        "pagefind/pagefind-ui.js",
+    ):
         assert (built / rel).is_file(), rel
     assert '<link rel="icon" type="image/svg+xml" href="assets/favicon.svg?v=' in (built / "index.html").read_text()
 

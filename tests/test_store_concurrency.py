@@ -58,8 +58,12 @@ def test_four_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
         assert data["version"] == 1 + updates[rid]  # no lost update
         lines = data["content"].split("\n")[1:]
         # Worker w's n-th write appended the line "w<w>-<n>": every acknowledged one is there, once.
-        markers = [f"w{w}-{n}" for w, writes in acked.items()
-                   for n, (kind, r, _v) in enumerate(writes) if kind == "update" and r == rid]  # fmt: skip
+        markers = [
+            f"w{w}-{n}"
+            for w, writes in acked.items()
+            for n, (kind, r, _v) in enumerate(writes)
+            if kind == "update" and r == rid
+        ]
         assert sorted(lines) == sorted(markers)
     # Each worker saw its own updates' versions strictly increase.
     for writes in acked.values():

@@ -44,9 +44,15 @@ def test_append_to_a_file_that_is_only_a_fragment(tmp_path: Path) -> None:
 def test_reader_leaves_an_unfinished_line_for_later(tmp_path: Path) -> None:
     shard = tmp_path / "2026-11.jsonl"
     event = ev.make_event(
-        event_id=new_id("evt"), at=now_ts(), actor="cli:x", kind="note", record_id=new_id("note"),
-        event_type="created", version=1, changed=[],
-    )  # fmt: skip
+        event_id=new_id("evt"),
+        at=now_ts(),
+        actor="cli:x",
+        kind="note",
+        record_id=new_id("note"),
+        event_type="created",
+        version=1,
+        changed=[],
+    )
     shard.write_bytes(ev.encode(event) + b'{"event_id": "evt_')
     lines = list(ev.read_lines(shard))
     assert [ln.event for ln in lines] == [event]
@@ -73,9 +79,15 @@ def test_a_secret_in_an_imports_external_id_is_refused(tmp_path: Path) -> None:
         )
     token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
     audit = ImportAudit(
-        import_id=new_id("import"), version=1, scope=SCOPE, session_id=session_id, source="watcher_import",
-        external_id=f"watcher:{token}", imported_at=at, updated_at=at,
-    )  # fmt: skip
+        import_id=new_id("import"),
+        version=1,
+        scope=SCOPE,
+        session_id=session_id,
+        source="watcher_import",
+        external_id=f"watcher:{token}",
+        imported_at=at,
+        updated_at=at,
+    )
     with pytest.raises(CodexmemError) as info, store.transaction("cli:test") as txn:
         txn.put(IMPORT, audit, event_type="created", changed=[])
     assert info.value.code == "ERR_SECRET_DETECTED"

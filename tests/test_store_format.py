@@ -46,16 +46,87 @@ HAS_CHANNEL_SCHEMA = importlib.util.find_spec("codexmem.records.schema") is not 
 # ------------------------------------------------------------------ strategies
 
 EDGE_TEXTS = [
-    "on", "no", "yes", "off", "y", "n", "true", "False", "null", "Null", "~", "", " ",
-    "2026-03-13", "2026-03-13T10:52:00Z", "1:30", "0o12", "012", "0x1f", "1e5", "1_000", ".inf", "-.5",
-    "---", "...", "--- x", "- item", "# heading", "key: value", "a: b: c", "? q", "| block", "> folded",
-    "&anchor", "*alias", "!tag", "!!python/object:os.system", "%YAML 1.1", "@at", "`code`", "'", '"', "\\",
-    "{a: 1}", "[1, 2]", "a, b", "#", " leading", "trailing ", "\ttab", "tab\t", "\r\n", "\r", "\n",
-    "line\n", "line\n\n", "\nline", "a\n---\nb", "a\n---\n", "---\nbody\n---", "a\n...\nb",
-    "🙂", "👩‍💻 emoji zwj", "\u200f", "\u200e\u202bRTL\u202c", "مرحبا بالعالم", "שלום", "日本語テキスト",
-    "\u2028", "\u2029", "\x85", "\ufeffbom", "\x00nul", "\x07bell", "\x1b[31mansi", "é", "e\u0301",
-    "```python\nprint('x')\n```", "- [ ] todo\n- [x] done", "    indented code",
-]  # fmt: skip
+    "on",
+    "no",
+    "yes",
+    "off",
+    "y",
+    "n",
+    "true",
+    "False",
+    "null",
+    "Null",
+    "~",
+    "",
+    " ",
+    "2026-03-13",
+    "2026-03-13T10:52:00Z",
+    "1:30",
+    "0o12",
+    "012",
+    "0x1f",
+    "1e5",
+    "1_000",
+    ".inf",
+    "-.5",
+    "---",
+    "...",
+    "--- x",
+    "- item",
+    "# heading",
+    "key: value",
+    "a: b: c",
+    "? q",
+    "| block",
+    "> folded",
+    "&anchor",
+    "*alias",
+    "!tag",
+    "!!python/object:os.system",
+    "%YAML 1.1",
+    "@at",
+    "`code`",
+    "'",
+    '"',
+    "\\",
+    "{a: 1}",
+    "[1, 2]",
+    "a, b",
+    "#",
+    " leading",
+    "trailing ",
+    "\ttab",
+    "tab\t",
+    "\r\n",
+    "\r",
+    "\n",
+    "line\n",
+    "line\n\n",
+    "\nline",
+    "a\n---\nb",
+    "a\n---\n",
+    "---\nbody\n---",
+    "a\n...\nb",
+    "🙂",
+    "👩‍💻 emoji zwj",
+    "\u200f",
+    "\u200e\u202bRTL\u202c",
+    "مرحبا بالعالم",
+    "שלום",
+    "日本語テキスト",
+    "\u2028",
+    "\u2029",
+    "\x85",
+    "\ufeffbom",
+    "\x00nul",
+    "\x07bell",
+    "\x1b[31mansi",
+    "é",
+    "e\u0301",
+    "```python\nprint('x')\n```",
+    "- [ ] todo\n- [x] done",
+    "    indented code",
+]
 
 edge_text = st.sampled_from(EDGE_TEXTS)
 any_text = st.text(max_size=40)
@@ -239,8 +310,14 @@ if HAS_CHANNEL_SCHEMA:
             config.update({"min": -1.5, "max": 10})
         elif ftype == "text":
             config["max_length"] = 200
-        return {"key": key, "label": label or "x", "type": ftype, "is_required": required,
-                "is_unique": unique, "config": config}  # fmt: skip
+        return {
+            "key": key,
+            "label": label or "x",
+            "type": ftype,
+            "is_required": required,
+            "is_unique": unique,
+            "config": config,
+        }
 
     field_defs = st.lists(
         st.tuples(
@@ -278,17 +355,63 @@ def test_every_edge_text_round_trips_in_every_kind(text: str) -> None:
     scope = ScopeRef(system_id="sys_a", project_id="proj_a", workspace_id="ws_a")
     session_id = new_id("sess")
     nonempty = text or "x"
-    _round_trip(SESSION, Session(session_id=session_id, version=1, scope=scope, status="active", task=text,
-                                 branch_name=text, workspace_root=text, started_at=at, updated_at=at))  # fmt: skip
+    _round_trip(
+        SESSION,
+        Session(
+            session_id=session_id,
+            version=1,
+            scope=scope,
+            status="active",
+            task=text,
+            branch_name=text,
+            workspace_root=text,
+            started_at=at,
+            updated_at=at,
+        ),
+    )
     _round_trip(NOTE, note_model(session_id, title=nonempty, content=nonempty, file_paths=[text]))
-    _round_trip(HANDOFF, Handoff(handoff_id=new_id("handoff"), version=1, scope=scope, session_id=session_id,
-                                 kind="final", task=nonempty, status="open", next_steps=[text], risks=[text],
-                                 created_at=at, updated_at=at, summary=nonempty))  # fmt: skip
-    _round_trip(IMPORT, ImportAudit(import_id=new_id("import"), version=1, scope=scope, session_id=session_id,
-                                    source="watcher_import", external_id=text, payload_hash=text,
-                                    imported_at=at, updated_at=at))  # fmt: skip
-    _round_trip(ITEM, Item(item_id=new_id("item"), record_channel_id="bugs", version=1, created_at=at,
-                           updated_at=at, values={"v": text, "l": [text], "d": {text: text}}))  # fmt: skip
+    _round_trip(
+        HANDOFF,
+        Handoff(
+            handoff_id=new_id("handoff"),
+            version=1,
+            scope=scope,
+            session_id=session_id,
+            kind="final",
+            task=nonempty,
+            status="open",
+            next_steps=[text],
+            risks=[text],
+            created_at=at,
+            updated_at=at,
+            summary=nonempty,
+        ),
+    )
+    _round_trip(
+        IMPORT,
+        ImportAudit(
+            import_id=new_id("import"),
+            version=1,
+            scope=scope,
+            session_id=session_id,
+            source="watcher_import",
+            external_id=text,
+            payload_hash=text,
+            imported_at=at,
+            updated_at=at,
+        ),
+    )
+    _round_trip(
+        ITEM,
+        Item(
+            item_id=new_id("item"),
+            record_channel_id="bugs",
+            version=1,
+            created_at=at,
+            updated_at=at,
+            values={"v": text, "l": [text], "d": {text: text}},
+        ),
+    )
 
 
 def test_markdown_body_keeps_dashes_code_and_trailing_newlines() -> None:

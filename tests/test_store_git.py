@@ -45,8 +45,15 @@ def _init_repo_store(repo: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Store
 
 def _session(store: Store, scope: ScopeRef, branch: str) -> str:
     at = now_ts()
-    model = Session(session_id=new_id("sess"), version=1, scope=scope, status="active", branch_name=branch,
-                    started_at=at, updated_at=at)  # fmt: skip
+    model = Session(
+        session_id=new_id("sess"),
+        version=1,
+        scope=scope,
+        status="active",
+        branch_name=branch,
+        started_at=at,
+        updated_at=at,
+    )
     with store.transaction(ACTOR) as txn:
         txn.put(SESSION, model, event_type="created", changed=[])
     return model.session_id
@@ -81,8 +88,12 @@ def test_two_branches_writing_memory_merge_cleanly(tmp_path: Path, monkeypatch: 
     with store.transaction(ACTOR) as txn:  # an update on one branch only
         current = txn.get(NOTE, base_note)
         assert current is not None
-        txn.put(NOTE, {**current, "version": 2, "status": "resolved", "updated_at": now_ts()},
-                event_type="status_changed", changed=["status"])  # fmt: skip
+        txn.put(
+            NOTE,
+            {**current, "version": 2, "status": "resolved", "updated_at": now_ts()},
+            event_type="status_changed",
+            changed=["status"],
+        )
     commit_all(repo, "memory on a")
 
     git(repo, "checkout", "-q", "main")

@@ -113,8 +113,11 @@ def test_credentials_are_refused_and_never_reach_the_disk(tmp_path: Path) -> Non
     assert info.value.code == "ERR_SECRET_DETECTED"
     assert token not in str(info.value.to_dict())
     assert not store.layout.path(NOTE, note.note_id).exists()
-    assert all(token not in p.read_text(errors="replace") for p in store.root.rglob("*") if p.is_file()
-               and ".cache" not in p.parts)  # fmt: skip
+    assert all(
+        token not in p.read_text(errors="replace")
+        for p in store.root.rglob("*")
+        if p.is_file() and ".cache" not in p.parts
+    )
 
 
 def test_redact_mode_writes_a_redacted_copy(tmp_path: Path) -> None:
@@ -313,8 +316,11 @@ def test_the_example_store_tells_the_seed_story() -> None:
     index = store.index
     titles = {n["title"]: n for n in index.select(NOTE)}
     seed = titles["Order validation now uses generated backend enum list"]
-    assert seed["scope"] == {"system_id": "sys_order_platform", "project_id": "proj_order_web",
-                             "workspace_id": "ws_order_web_main"}  # fmt: skip
+    assert seed["scope"] == {
+        "system_id": "sys_order_platform",
+        "project_id": "proj_order_web",
+        "workspace_id": "ws_order_web_main",
+    }
     assert seed["tags"] == ["validation", "frontend", "api"]
     assert seed["created_at"] == "2026-03-13T10:52:00.000Z"
     imported = titles["Watcher captured checkout retry regression"]
@@ -326,8 +332,14 @@ def test_the_example_store_tells_the_seed_story() -> None:
     assert statuses == {"active", "resolved", "superseded"}
     superseded = [n for n in titles.values() if n["status"] == "superseded"]
     assert len(superseded) == 1 and superseded[0]["superseded_by"] in {n["note_id"] for n in titles.values()}
-    assert {n["type"] for n in titles.values()} == {"decision", "bugfix", "discovery", "constraint", "preference",
-                                                    "todo"}  # fmt: skip
+    assert {n["type"] for n in titles.values()} == {
+        "decision",
+        "bugfix",
+        "discovery",
+        "constraint",
+        "preference",
+        "todo",
+    }
     assert {n["importance"] for n in titles.values()} == {1, 2, 3, 4, 5}
     handoffs = index.select(HANDOFF)
     assert {h["status"] for h in handoffs} == {"open", "completed", "abandoned"}

@@ -52,9 +52,15 @@ async def test_tool_names_are_short_and_safe(tmp_path: Path) -> None:
 async def test_read_tools_are_marked_read_only(tmp_path: Path) -> None:
     tools = {str(t["name"]): t for t in await listing(tmp_path)}
     read_only = {
-        "memory_resolve_scope", "memory_search", "memory_get_recent", "memory_get_note",
-        "list_record_channels", "list_record_items", "read_record_item", "poll_resource_events",
-    }  # fmt: skip
+        "memory_resolve_scope",
+        "memory_search",
+        "memory_get_recent",
+        "memory_get_note",
+        "list_record_channels",
+        "list_record_items",
+        "read_record_item",
+        "poll_resource_events",
+    }
     for name, tool in tools.items():
         hints = tool.get("annotations", {})
         assert isinstance(hints, dict)

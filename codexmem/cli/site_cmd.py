@@ -59,9 +59,14 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_search:
         print("after rendering, Pagefind indexes the whole folder (its index is not incremental)", file=sys.stderr)
     report = build_site(
-        store, out, base_url=args.base_url, now=now, search=not args.no_search, full=args.full,
+        store,
+        out,
+        base_url=args.base_url,
+        now=now,
+        search=not args.no_search,
+        full=args.full,
         progress_stream=sys.stderr,
-    )  # fmt: skip
+    )
     for warning in report.warnings:
         print(f"codexmem site: warning: {warning}", file=sys.stderr)
     print(report.summary())

@@ -253,19 +253,31 @@ def _bootstrap(state: ServerState, args: BootstrapInput, warnings: Warnings) -> 
     from codexmem.memory.retrieval import bootstrap_session
 
     return bootstrap_session(
-        state.store(), state.now(), warnings, cwd=args.cwd, task=args.task, branch_name=args.branch_name,
-        repo_remote=args.repo_remote, include_related_projects=args.include_related_projects,
-        max_notes=args.max_notes, max_handoffs=args.max_handoffs,
-    )  # fmt: skip
+        state.store(),
+        state.now(),
+        warnings,
+        cwd=args.cwd,
+        task=args.task,
+        branch_name=args.branch_name,
+        repo_remote=args.repo_remote,
+        include_related_projects=args.include_related_projects,
+        max_notes=args.max_notes,
+        max_handoffs=args.max_handoffs,
+    )
 
 
 def _resolve(state: ServerState, args: ResolveInput, warnings: Warnings) -> dict[str, Any]:
     from codexmem.memory.scope import resolve_scope
 
     scope = resolve_scope(
-        state.store(), warnings, cwd=args.cwd, branch_name=args.branch_name, repo_remote=args.repo_remote,
-        project_name_hint=args.project_name_hint, system_name_hint=args.system_name_hint,
-    )  # fmt: skip
+        state.store(),
+        warnings,
+        cwd=args.cwd,
+        branch_name=args.branch_name,
+        repo_remote=args.repo_remote,
+        project_name_hint=args.project_name_hint,
+        system_name_hint=args.system_name_hint,
+    )
     return {"scope": scope.as_dict(), "resolved_by": scope.resolved_by}
 
 
@@ -273,70 +285,130 @@ def _start_session(state: ServerState, args: StartSessionInput, warnings: Warnin
     from codexmem.memory.sessions import start_session
 
     return start_session(
-        state.store(), state.now(), warnings, scope=args.scope.ref(), task=args.task,
-        branch_name=args.branch_name or args.scope.branch_name, workspace_root=args.scope.workspace_root,
-    )  # fmt: skip
+        state.store(),
+        state.now(),
+        warnings,
+        scope=args.scope.ref(),
+        task=args.task,
+        branch_name=args.branch_name or args.scope.branch_name,
+        workspace_root=args.scope.workspace_root,
+    )
 
 
 def _save_note(state: ServerState, args: SaveNoteInput, warnings: Warnings) -> dict[str, Any]:
     from codexmem.memory.notes import save_note
 
     return save_note(
-        state.store(), state.now(), warnings, scope=args.scope.ref(), session_id=args.session_id,
-        note_type=args.type, title=args.title, content=args.content, importance=args.importance, tags=args.tags,
-        file_paths=args.file_paths, status=args.status, source=args.source, privacy_intent=args.privacy_intent,
-    )  # fmt: skip
+        state.store(),
+        state.now(),
+        warnings,
+        scope=args.scope.ref(),
+        session_id=args.session_id,
+        note_type=args.type,
+        title=args.title,
+        content=args.content,
+        importance=args.importance,
+        tags=args.tags,
+        file_paths=args.file_paths,
+        status=args.status,
+        source=args.source,
+        privacy_intent=args.privacy_intent,
+    )
 
 
 def _save_handoff(state: ServerState, args: SaveHandoffInput, warnings: Warnings) -> dict[str, Any]:
     from codexmem.memory.handoffs import save_handoff
 
     return save_handoff(
-        state.store(), state.now(), warnings, scope=args.scope.ref(), session_id=args.session_id, kind=args.kind,
-        task=args.task, summary=args.summary, next_steps=args.next_steps, status=args.status,
-        completed=args.completed, open_questions=args.open_questions, risks=args.risks,
-        files_touched=args.files_touched, related_note_ids=args.related_note_ids, privacy_intent=args.privacy_intent,
-    )  # fmt: skip
+        state.store(),
+        state.now(),
+        warnings,
+        scope=args.scope.ref(),
+        session_id=args.session_id,
+        kind=args.kind,
+        task=args.task,
+        summary=args.summary,
+        next_steps=args.next_steps,
+        status=args.status,
+        completed=args.completed,
+        open_questions=args.open_questions,
+        risks=args.risks,
+        files_touched=args.files_touched,
+        related_note_ids=args.related_note_ids,
+        privacy_intent=args.privacy_intent,
+    )
 
 
 def _save_import(state: ServerState, args: SaveImportInput, warnings: Warnings) -> dict[str, Any]:
     from codexmem.memory.imports import save_import
 
     return save_import(
-        state.store(), state.now(), warnings, scope=args.scope.ref(), session_id=args.session_id, source=args.source,
-        external_id=args.external_id, payload_hash=args.payload_hash, privacy_intent=args.privacy_intent,
-    )  # fmt: skip
+        state.store(),
+        state.now(),
+        warnings,
+        scope=args.scope.ref(),
+        session_id=args.session_id,
+        source=args.source,
+        external_id=args.external_id,
+        payload_hash=args.payload_hash,
+        privacy_intent=args.privacy_intent,
+    )
 
 
 def _save_imported_note(state: ServerState, args: SaveImportedNoteInput, warnings: Warnings) -> dict[str, Any]:
     from codexmem.memory.imports import save_imported_note
 
     return save_imported_note(
-        state.store(), state.now(), warnings, scope=args.scope.ref(), session_id=args.session_id, source=args.source,
-        external_id=args.external_id, payload_hash=args.payload_hash, note_type=args.type, title=args.title,
-        content=args.content, importance=args.importance, tags=args.tags, file_paths=args.file_paths,
-        status=args.status, privacy_intent=args.privacy_intent,
-    )  # fmt: skip
+        state.store(),
+        state.now(),
+        warnings,
+        scope=args.scope.ref(),
+        session_id=args.session_id,
+        source=args.source,
+        external_id=args.external_id,
+        payload_hash=args.payload_hash,
+        note_type=args.type,
+        title=args.title,
+        content=args.content,
+        importance=args.importance,
+        tags=args.tags,
+        file_paths=args.file_paths,
+        status=args.status,
+        privacy_intent=args.privacy_intent,
+    )
 
 
 def _search(state: ServerState, args: SearchInput, warnings: Warnings) -> dict[str, Any]:
     from codexmem.memory.retrieval import search
 
     return search(
-        state.store(), state.now(), warnings, scope=args.scope.ref(), query=args.query, types=args.types,
-        states=args.states, min_importance=args.min_importance, limit=args.limit,
-        include_handoffs=args.include_handoffs, include_related_projects=args.include_related_projects,
+        state.store(),
+        state.now(),
+        warnings,
+        scope=args.scope.ref(),
+        query=args.query,
+        types=args.types,
+        states=args.states,
+        min_importance=args.min_importance,
+        limit=args.limit,
+        include_handoffs=args.include_handoffs,
+        include_related_projects=args.include_related_projects,
         intent=args.intent,
-    )  # fmt: skip
+    )
 
 
 def _recent(state: ServerState, args: RecentInput, warnings: Warnings) -> dict[str, Any]:
     from codexmem.memory.retrieval import get_recent
 
     return get_recent(
-        state.store(), warnings, scope=args.scope.ref(), limit=args.limit, include_notes=args.include_notes,
-        include_handoffs=args.include_handoffs, include_related_projects=args.include_related_projects,
-    )  # fmt: skip
+        state.store(),
+        warnings,
+        scope=args.scope.ref(),
+        limit=args.limit,
+        include_notes=args.include_notes,
+        include_handoffs=args.include_handoffs,
+        include_related_projects=args.include_related_projects,
+    )
 
 
 def _get_note(state: ServerState, args: GetNoteInput, warnings: Warnings) -> dict[str, Any]:
@@ -349,9 +421,15 @@ def _set_status(state: ServerState, args: SetStatusInput, warnings: Warnings) ->
     from codexmem.memory.lifecycle import set_status
 
     return set_status(
-        state.store(), state.now(), warnings, record_id=args.id, kind=args.kind, status=args.status,
-        expected_version=args.expected_version, superseded_by=args.superseded_by or None,
-    )  # fmt: skip
+        state.store(),
+        state.now(),
+        warnings,
+        record_id=args.id,
+        kind=args.kind,
+        status=args.status,
+        expected_version=args.expected_version,
+        superseded_by=args.superseded_by or None,
+    )
 
 
 def _end_session(state: ServerState, args: EndSessionInput, warnings: Warnings) -> dict[str, Any]:
@@ -364,11 +442,17 @@ def _install_agents(state: ServerState, args: InstallAgentsInput, warnings: Warn
     from codexmem.render.agents import install_agents
 
     return install_agents(
-        state.store, warnings, target=args.target, mode=args.mode, cwd=args.cwd,
-        project_name=args.project_name, system_name=args.system_name,
-        related_repositories=args.related_repositories or None, preferred_tags=args.preferred_tags or None,
+        state.store,
+        warnings,
+        target=args.target,
+        mode=args.mode,
+        cwd=args.cwd,
+        project_name=args.project_name,
+        system_name=args.system_name,
+        related_repositories=args.related_repositories or None,
+        preferred_tags=args.preferred_tags or None,
         allow_related_project_memory=args.allow_related_project_memory,
-    )  # fmt: skip
+    )
 
 
 TOOLS: list[ToolSpec] = [

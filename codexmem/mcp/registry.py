@@ -54,8 +54,9 @@ def parse_arguments(spec: ToolSpec, arguments: dict[str, Any] | None) -> ToolInp
         for err in exc.errors(include_url=False, include_input=False):
             loc = ".".join(str(p) for p in err["loc"]) or "(arguments)"
             # A field name is whatever key the caller sent: cut, so the answer stays within its budget.
-            fields.append({"field": loc if len(loc) <= MAX_FIELD_CHARS else loc[:MAX_FIELD_CHARS] + "…",
-                           "message": _message(err)})  # fmt: skip
+            fields.append(
+                {"field": loc if len(loc) <= MAX_FIELD_CHARS else loc[:MAX_FIELD_CHARS] + "…", "message": _message(err)}
+            )
         first = fields[0]
         kept = _within(fields[:20], MAX_FIELDS_BYTES)
         more = f" (and {len(fields) - 1} more)" if len(fields) > 1 else ""

@@ -66,10 +66,15 @@ def save_handoff(
     """
     private = is_private(privacy_intent)
     texts: dict[str, Any] = {
-        "task": task, "summary": summary, "next_steps": list(next_steps), "completed": list(completed),
-        "open_questions": list(open_questions), "risks": list(risks), "files_touched": list(files_touched),
+        "task": task,
+        "summary": summary,
+        "next_steps": list(next_steps),
+        "completed": list(completed),
+        "open_questions": list(open_questions),
+        "risks": list(risks),
+        "files_touched": list(files_touched),
         "related_note_ids": list(related_note_ids),
-    }  # fmt: skip
+    }
     at = format_ts(now)
     _build(scope, session_id, kind, status, at, texts, related=[])  # validate before deciding anything
     if private:
@@ -112,12 +117,20 @@ def _build(
     if not steps:
         raise invalid_input("next_steps", "must hold at least one non-blank step")
     handoff = new_handoff(
-        scope, session_id, kind, status, at,
-        task=required_text(texts["task"], "task"), summary=required_text(texts["summary"], "summary"),
-        next_steps=steps, completed=normalize_strings(texts["completed"]),
-        open_questions=normalize_strings(texts["open_questions"]), risks=normalize_strings(texts["risks"]),
-        files_touched=normalize_paths(texts["files_touched"], "files_touched"), related_note_ids=related,
-    )  # fmt: skip
+        scope,
+        session_id,
+        kind,
+        status,
+        at,
+        task=required_text(texts["task"], "task"),
+        summary=required_text(texts["summary"], "summary"),
+        next_steps=steps,
+        completed=normalize_strings(texts["completed"]),
+        open_questions=normalize_strings(texts["open_questions"]),
+        risks=normalize_strings(texts["risks"]),
+        files_touched=normalize_paths(texts["files_touched"], "files_touched"),
+        related_note_ids=related,
+    )
     require_fits(handoff_view(handoff.model_dump(mode="json")), ("summary", *_DETAIL_LISTS, "next_steps"), "handoff")
     return handoff
 

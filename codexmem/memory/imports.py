@@ -27,9 +27,20 @@ from codexmem.timeutil import format_ts
 PRIVACY = "privacy_intent"
 EXPLICIT_EXISTS = "explicit_memory_exists"
 _VIEW_FIELDS = (
-    "import_id", "version", "scope", "session_id", "source", "external_id", "payload_hash", "durable_memory_id",
-    "suppressed", "suppression_reason", "content_changed", "imported_at", "updated_at",
-)  # fmt: skip
+    "import_id",
+    "version",
+    "scope",
+    "session_id",
+    "source",
+    "external_id",
+    "payload_hash",
+    "durable_memory_id",
+    "suppressed",
+    "suppression_reason",
+    "content_changed",
+    "imported_at",
+    "updated_at",
+)
 
 
 def import_view(record: dict[str, Any]) -> dict[str, Any]:
@@ -132,16 +143,29 @@ def save_imported_note(
     artifact_keys(external_id, payload_hash)
     private = is_private(privacy_intent, tags)
     texts: dict[str, Any] = {
-        "title": title, "content": content, "tags": list(tags), "file_paths": list(file_paths),
-        "external_id": external_id, "payload_hash": payload_hash,
-    }  # fmt: skip
+        "title": title,
+        "content": content,
+        "tags": list(tags),
+        "file_paths": list(file_paths),
+        "external_id": external_id,
+        "payload_hash": payload_hash,
+    }
     at = format_ts(now)
 
     def build(t: dict[str, Any]) -> Note:
         return build_note(
-            scope=scope, session_id=session_id, note_type=note_type, importance=importance, status=status,
-            source=source, at=at, title=t["title"], content=t["content"], tags=t["tags"], file_paths=t["file_paths"],
-        )  # fmt: skip
+            scope=scope,
+            session_id=session_id,
+            note_type=note_type,
+            importance=importance,
+            status=status,
+            source=source,
+            at=at,
+            title=t["title"],
+            content=t["content"],
+            tags=t["tags"],
+            file_paths=t["file_paths"],
+        )
 
     note = build(texts)  # validate before deciding anything
     # A private artifact keeps only its audit, so only the audit's texts are screened.

@@ -69,10 +69,18 @@ def save_note(
 
     def build(t: dict[str, Any]) -> Note:
         return build_note(
-            scope=scope, session_id=session_id, note_type=note_type, importance=importance, status=status,
-            source=source, at=format_ts(now), title=t["title"], content=t["content"], tags=t["tags"],
+            scope=scope,
+            session_id=session_id,
+            note_type=note_type,
+            importance=importance,
+            status=status,
+            source=source,
+            at=format_ts(now),
+            title=t["title"],
+            content=t["content"],
+            tags=t["tags"],
             file_paths=t["file_paths"],
-        )  # fmt: skip
+        )
 
     note = build(texts)
     if private:

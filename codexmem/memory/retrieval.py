@@ -236,9 +236,14 @@ def search(
             found += [c for c in find(match, False) if c.record_id not in seen]
     if include_related_projects:
         found += related_notes(
-            store, scope, warnings, limit=want, match=match if words else None, note_filter=note_filter,
+            store,
+            scope,
+            warnings,
+            limit=want,
+            match=match if words else None,
+            note_filter=note_filter,
             min_importance=min_importance,
-        )  # fmt: skip
+        )
     ranked = rank(found, scope, now, intent)
     shown = ranked[:limit]
     data, kept = fit_lists(
@@ -394,10 +399,14 @@ def related_notes(
             project = rec["scope"]["project_id"]
             found.append(
                 Candidate(
-                    "note", rec, relevance, relation_type=source.relation_types[project],
-                    all_words=match is None or not match.any_word, project_name=source.names[project],
+                    "note",
+                    rec,
+                    relevance,
+                    relation_type=source.relation_types[project],
+                    all_words=match is None or not match.any_word,
+                    project_name=source.names[project],
                 )
-            )  # fmt: skip
+            )
     if match is None:
         found.sort(key=lambda c: (c.record["importance"], c.record["created_at"], c.record_id), reverse=True)
     else:
@@ -420,9 +429,12 @@ def _related_hits(
         where_in = {**(note_filter or {}), "project_id": projects}
         return index.search([NOTE], match, where_in=where_in, min_importance=min_importance, limit=limit)
     rows = index.select(
-        NOTE, where_in={"project_id": projects, "status": LIVE_NOTE_STATES}, min_importance=min_importance,
-        order=BY_VALUE, limit=limit,
-    )  # fmt: skip
+        NOTE,
+        where_in={"project_id": projects, "status": LIVE_NOTE_STATES},
+        min_importance=min_importance,
+        order=BY_VALUE,
+        limit=limit,
+    )
     return [(row, 0.0) for row in rows]
 
 
@@ -456,15 +468,24 @@ def workspace_first(
     """Records of this workspace, then, to fill ``limit``, of the project's other workspaces."""
     project = {**(where or {}), "project_id": scope.project_id}
     mine = index.select(
-        kind, where={**project, "workspace_id": scope.workspace_id}, where_in=where_in,
-        min_importance=min_importance, order=order, limit=limit,
-    )  # fmt: skip
+        kind,
+        where={**project, "workspace_id": scope.workspace_id},
+        where_in=where_in,
+        min_importance=min_importance,
+        order=order,
+        limit=limit,
+    )
     if len(mine) >= limit:
         return mine
     others = index.select(
-        kind, where=project, where_not={"workspace_id": scope.workspace_id}, where_in=where_in,
-        min_importance=min_importance, order=order, limit=limit - len(mine),
-    )  # fmt: skip
+        kind,
+        where=project,
+        where_not={"workspace_id": scope.workspace_id},
+        where_in=where_in,
+        min_importance=min_importance,
+        order=order,
+        limit=limit - len(mine),
+    )
     return mine + others
 
 

@@ -192,10 +192,13 @@ def install_agents(
             raise invalid_input("cwd", "is required for a project AGENTS.md: a directory inside the repository")
         path = project_agents_path(cwd)
         context = apply_overrides(
-            context_for_cwd(open_store(), cwd), project_name=project_name, system_name=system_name,
-            related_repositories=related_repositories, preferred_tags=preferred_tags,
+            context_for_cwd(open_store(), cwd),
+            project_name=project_name,
+            system_name=system_name,
+            related_repositories=related_repositories,
+            preferred_tags=preferred_tags,
             allow_related_project_memory=allow_related_project_memory,
-        )  # fmt: skip
+        )
         plans.append(Plan("project", path, render_project(context)))
     return install(plans, mode, warnings)
 

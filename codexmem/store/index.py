@@ -317,9 +317,28 @@ def fts_texts(kind: Kind, data: dict[str, Any]) -> tuple[str, str, str] | None:
 
 
 _RECORD_COLUMNS = (
-    "kind", "id", "channel", "path", "dir", "version", "system_id", "project_id", "workspace_id", "session_id",
-    "status", "type", "importance", "source", "created_at", "updated_at", "inode", "mtime_ns", "size", "hash", "data",
-)  # fmt: skip
+    "kind",
+    "id",
+    "channel",
+    "path",
+    "dir",
+    "version",
+    "system_id",
+    "project_id",
+    "workspace_id",
+    "session_id",
+    "status",
+    "type",
+    "importance",
+    "source",
+    "created_at",
+    "updated_at",
+    "inode",
+    "mtime_ns",
+    "size",
+    "hash",
+    "data",
+)
 """The columns of a record row, in the order :meth:`Index._upsert` fills them."""
 
 
@@ -786,12 +805,28 @@ class Index:
     ) -> None:
         cols = columns_of(kind, data)
         values = (
-            kind.name, rid, channel, rel, rel.rsplit("/", 1)[0], int(data.get("version", 1)),
-            cols["system_id"], cols["project_id"], cols["workspace_id"], cols["session_id"],
-            cols["status"], cols["type"], cols["importance"], cols["source"],
-            cols["created_at"], cols["updated_at"], st.st_ino, st.st_mtime_ns, st.st_size, digest,
+            kind.name,
+            rid,
+            channel,
+            rel,
+            rel.rsplit("/", 1)[0],
+            int(data.get("version", 1)),
+            cols["system_id"],
+            cols["project_id"],
+            cols["workspace_id"],
+            cols["session_id"],
+            cols["status"],
+            cols["type"],
+            cols["importance"],
+            cols["source"],
+            cols["created_at"],
+            cols["updated_at"],
+            st.st_ino,
+            st.st_mtime_ns,
+            st.st_size,
+            digest,
             json.dumps(data, ensure_ascii=False, separators=(",", ":")),
-        )  # fmt: skip
+        )
         row = conn.execute(
             f"SELECT rowid, {', '.join(_RECORD_COLUMNS)} FROM records WHERE kind=? AND id=? AND channel IS ?",
             (kind.name, rid, channel),
@@ -895,12 +930,20 @@ class Index:
             "INSERT OR IGNORE INTO events(event_id, at, actor, kind, id, channel, type, version, changed,"
             " idempotency_key, fingerprint, synthesized) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             (
-                event["event_id"], event["at"], event["actor"], event["kind"], event["id"],
-                event.get("record_channel_id"), event["type"], event["version"],
-                json.dumps(event.get("changed", [])), event.get("idempotency_key"), event.get("fingerprint"),
+                event["event_id"],
+                event["at"],
+                event["actor"],
+                event["kind"],
+                event["id"],
+                event.get("record_channel_id"),
+                event["type"],
+                event["version"],
+                json.dumps(event.get("changed", [])),
+                event.get("idempotency_key"),
+                event.get("fingerprint"),
                 int(synthesized),
             ),
-        )  # fmt: skip
+        )
         if cur.rowcount == 0 and event.get("idempotency_key"):
             return False
         return cur.rowcount > 0
@@ -946,9 +989,16 @@ class Index:
         digest = hashlib.sha256(seed.encode()).digest()
         event_id = f"evt_{ULID.from_bytes(digest[:16])}"
         event = ev.make_event(
-            event_id=event_id, at=now_ts(), actor="git", kind=kind, record_id=rid,
-            event_type=etype, version=version, changed=changed, channel=channel,
-        )  # fmt: skip
+            event_id=event_id,
+            at=now_ts(),
+            actor="git",
+            kind=kind,
+            record_id=rid,
+            event_type=etype,
+            version=version,
+            changed=changed,
+            channel=channel,
+        )
         self.insert_event(conn, event, synthesized=True)
 
     # ------------------------------------------------------------ our own writes
@@ -1249,11 +1299,19 @@ class Index:
             rows = self.conn.execute(sql, params).fetchall()
         return [
             {
-                "seq": self.public_seq(r[0]), "event_id": r[1], "at": r[2], "actor": r[3], "kind": r[4],
-                "id": r[5], "record_channel_id": r[6], "type": r[7], "version": r[8], "changed": json.loads(r[9]),
+                "seq": self.public_seq(r[0]),
+                "event_id": r[1],
+                "at": r[2],
+                "actor": r[3],
+                "kind": r[4],
+                "id": r[5],
+                "record_channel_id": r[6],
+                "type": r[7],
+                "version": r[8],
+                "changed": json.loads(r[9]),
             }
             for r in rows
-        ]  # fmt: skip
+        ]
 
     def events_of(self, rid: str) -> list[dict[str, Any]]:
         """Every event of one record, oldest first (for history pages)."""
@@ -1264,10 +1322,18 @@ class Index:
                 (rid,),
             ).fetchall()
         return [
-            {"seq": r[0], "event_id": r[1], "at": r[2], "actor": r[3], "type": r[4], "version": r[5],
-             "changed": json.loads(r[6]), "synthesized": bool(r[7])}
+            {
+                "seq": r[0],
+                "event_id": r[1],
+                "at": r[2],
+                "actor": r[3],
+                "type": r[4],
+                "version": r[5],
+                "changed": json.loads(r[6]),
+                "synthesized": bool(r[7]),
+            }
             for r in rows
-        ]  # fmt: skip
+        ]
 
     def last_seq(self) -> int:
         with self._mutex:
@@ -1283,8 +1349,14 @@ class Index:
             if row is None:
                 return None
             answer = self.conn.execute("SELECT answer FROM answers WHERE idempotency_key=?", (key,)).fetchone()
-        event = {"kind": row[0], "id": row[1], "record_channel_id": row[2], "version": row[3],
-                 "fingerprint": row[4], "at": row[5]}  # fmt: skip
+        event = {
+            "kind": row[0],
+            "id": row[1],
+            "record_channel_id": row[2],
+            "version": row[3],
+            "fingerprint": row[4],
+            "at": row[5],
+        }
         return event, (json.loads(answer[0]) if answer else None)
 
 

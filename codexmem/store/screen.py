@@ -15,12 +15,34 @@ from codexmem.errors import CodexmemError
 
 SKIP_KEYS = frozenset(
     {
-        "version", "scope", "status", "type", "kind", "source", "importance", "created_at", "updated_at",
-        "started_at", "ended_at", "imported_at", "payload_hash", "suppressed", "suppression_reason",
-        "content_changed", "record_channel_id", "superseded_by", "related_note_ids", "related_project_ids",
-        "durable_memory_id", "note_id", "handoff_id", "import_id", "item_id", "session_id",
+        "version",
+        "scope",
+        "status",
+        "type",
+        "kind",
+        "source",
+        "importance",
+        "created_at",
+        "updated_at",
+        "started_at",
+        "ended_at",
+        "imported_at",
+        "payload_hash",
+        "suppressed",
+        "suppression_reason",
+        "content_changed",
+        "record_channel_id",
+        "superseded_by",
+        "related_note_ids",
+        "related_project_ids",
+        "durable_memory_id",
+        "note_id",
+        "handoff_id",
+        "import_id",
+        "item_id",
+        "session_id",
     }
-)  # fmt: skip
+)
 
 
 def _strings(data: Any, path: str) -> Iterator[tuple[str, str]]:

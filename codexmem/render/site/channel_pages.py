@@ -17,10 +17,15 @@ ELLIPSIS = "…"
 
 def channel_list(data: SiteData) -> list[Rec]:
     return [
-        {"id": cid, "name": info["name"], "url": url_of("channel", cid), "description": info.get("description", ""),
-         "count": len(data.items[cid])}
+        {
+            "id": cid,
+            "name": info["name"],
+            "url": url_of("channel", cid),
+            "description": info.get("description", ""),
+            "count": len(data.items[cid]),
+        }
         for cid, info in data.channels.items()
-    ]  # fmt: skip
+    ]
 
 
 def _fields(info: Rec) -> list[Rec]:
@@ -107,8 +112,15 @@ def channel_page(data: SiteData, cid: str) -> dict[str, Any]:
                 filters[f["key"]] = [value] if isinstance(value, str) else []
             elif f["type"] == "multi_select":
                 filters[f["key"]] = [v for v in value or [] if isinstance(v, str)]
-        rows.append({"ref": data.ref(item["item_id"]), "cells": cells, "filters": filters,
-                     "version": item["version"], "updated_at": item["updated_at"]})  # fmt: skip
+        rows.append(
+            {
+                "ref": data.ref(item["item_id"]),
+                "cells": cells,
+                "filters": filters,
+                "version": item["version"],
+                "updated_at": item["updated_at"],
+            }
+        )
     for n, column in enumerate(columns):
         # Columns of long texts wrap (and are clamped by the stylesheet); the rest stay on one line.
         column["wide"] = column["type"] == "relation" or any(

@@ -87,8 +87,15 @@ class SiteData:
         found = self.refs.get(rid)
         if found is not None:
             return found
-        return {"kind": rid.split("_", 1)[0], "id": rid, "title": rid, "url": None, "status": None, "project": None,
-                "missing": True}  # fmt: skip
+        return {
+            "kind": rid.split("_", 1)[0],
+            "id": rid,
+            "title": rid,
+            "url": None,
+            "status": None,
+            "project": None,
+            "missing": True,
+        }
 
 
 # ------------------------------------------------------------------ loading
@@ -238,8 +245,14 @@ def _collect_refs(data: SiteData) -> None:
         status = "suppressed" if imp["suppressed"] else "imported"
         data.refs[imp["import_id"]] = _ref("import", imp["import_id"], title, status, imp)
     for cid, info in data.channels.items():
-        data.refs[cid] = {"kind": "channel", "id": cid, "title": info["name"], "url": url_of("channel", cid),
-                          "status": None, "project": None}  # fmt: skip
+        data.refs[cid] = {
+            "kind": "channel",
+            "id": cid,
+            "title": info["name"],
+            "url": url_of("channel", cid),
+            "status": None,
+            "project": None,
+        }
         key = info["title_key"]
         for iid, item in data.items[cid].items():
             value = item["values"].get(key) if key else None
