@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from codexmem.models import Note, ScopeRef, Session
+from codexmem.models.records import Note, ScopeRef, Session
 from codexmem.store.ids import new_id
 from codexmem.store.init import init_store
 from codexmem.store.layout import NOTE, SESSION

@@ -45,6 +45,8 @@ from typing import Any
 
 from ulid import ULID
 
+from scripts import build_example_channel as example
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 STORES = HERE / ".stores"
@@ -634,7 +636,6 @@ def _memory_plan(rng: random.Random, notes: int, workspaces: list[Workspace]) ->
 
 def _item_plan(rng: random.Random, count: int) -> list[list[Put]]:
     """Bug items: [creates, second versions, third versions], each in time order."""
-    example = _example_channel_module()
     creates: list[Put] = []
     seconds: list[Put] = []
     thirds: list[Put] = []
@@ -679,20 +680,6 @@ def _item_plan(rng: random.Random, count: int) -> list[list[Put]]:
                         }
                         thirds.append(Put(later, rng.choice(PEOPLE), "item", v3, "updated", ("status",)))
     return [sorted(p, key=lambda x: x.at) for p in (creates, seconds, thirds)]
-
-
-def _example_channel_module() -> Any:
-    import importlib.util
-
-    name = "build_example_channel"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _write(store: Any, puts: list[Put], *, schema: Any = None) -> None:

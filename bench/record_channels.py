@@ -23,13 +23,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import json
 import random
 import re
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -47,23 +45,12 @@ from codexmem.records import service
 from codexmem.store.init import init_store
 from codexmem.store.layout import ITEM
 from codexmem.store.store import Store
+from scripts import build_example_channel as example
 
 REPO = Path(__file__).resolve().parent.parent
 NOW = datetime(2026, 3, 13, 10, 52, tzinfo=UTC)  # a Friday
 PERSON = "cli:person"
 KEYS = ("status", "owner", "severity", "points", "due", "area")
-
-
-def _load_example() -> Any:
-    spec = importlib.util.spec_from_file_location("build_example_channel", REPO / "scripts/build_example_channel.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("build_example_channel", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-example = _load_example()
 
 
 @dataclass(frozen=True)

@@ -51,11 +51,9 @@ from typing import Any
 import psutil
 from mcp import Client, StdioServerParameters
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+from bench import cold_start, generate
 
-import cold_start  # noqa: E402
-import generate  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 PY = sys.executable
 WORK = generate.STORES / "_work"

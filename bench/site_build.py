@@ -24,17 +24,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from codexmem.models.records import Handoff, ImportAudit, Item, Note, ScopeRef, Session
+from codexmem.render.site import BuildReport, build_site
+from codexmem.store.layout import CHANNEL, HANDOFF, IMPORT, ITEM, NOTE, SESSION
+from codexmem.store.store import Store
+from codexmem.store.yamlio import dump_yaml
+from codexmem.timeutil import format_ts
+from scripts.build_example_channel import BUGS_SCHEMA, bug_values
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "scripts"))
-
-from build_example_channel import BUGS_SCHEMA, bug_values  # type: ignore[import-not-found]  # noqa: E402
-
-from codexmem.models import Handoff, ImportAudit, Item, Note, ScopeRef, Session  # noqa: E402
-from codexmem.render.site import BuildReport, build_site  # noqa: E402
-from codexmem.store.layout import CHANNEL, HANDOFF, IMPORT, ITEM, NOTE, SESSION  # noqa: E402
-from codexmem.store.store import Store  # noqa: E402
-from codexmem.store.yamlio import dump_yaml  # noqa: E402
-from codexmem.timeutil import format_ts  # noqa: E402
 
 SEED = 7
 BATCH = 200

@@ -1,14 +1,18 @@
 """One exception family with stable codes.
 
 Services raise :class:`CodexmemError`; the MCP layer turns it into the error envelope and the
-CLI into a message on stderr with a non-zero exit. Codes are API: never rename one.
+CLI into a message on stderr with a non-zero exit. Codes are API: never rename one. They are
+``Literal`` types, so a misspelt code is a type error, not a surprise at run time.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
-ERROR_CODES: tuple[str, ...] = (
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
+ErrorCode = Literal[
     "ERR_INVALID_INPUT",
     "ERR_INVALID_SCOPE",
     "ERR_SCOPE_CONFLICT",
@@ -26,9 +30,10 @@ ERROR_CODES: tuple[str, ...] = (
     "ERR_IDEMPOTENCY_KEY_REUSED",
     "ERR_CURSOR_EXPIRED",
     "ERR_CHANNEL_NOT_FOUND",
-)
+]
+ERROR_CODES: tuple[str, ...] = get_args(ErrorCode)
 
-WARNING_CODES: tuple[str, ...] = (
+WarningCode = Literal[
     "WARN_NO_PRIOR_HANDOFF",
     "WARN_NO_PRIOR_NOTES",
     "WARN_SCOPE_AMBIGUOUS",
@@ -44,7 +49,8 @@ WARNING_CODES: tuple[str, ...] = (
     "WARN_IMPORT_SUPPRESSED",
     "WARN_PRIVATE_NOT_STORED",
     "WARN_SECRET_REDACTED",
-)
+]
+WARNING_CODES: tuple[str, ...] = get_args(WarningCode)
 
 
 class CodexmemError(Exception):
@@ -57,14 +63,12 @@ class CodexmemError(Exception):
 
     def __init__(
         self,
-        code: str,
+        code: ErrorCode,
         message: str,
         *,
         fields: list[dict[str, Any]] | None = None,
         **extra: Any,
     ) -> None:
-        if code not in ERROR_CODES:
-            raise ValueError(f"unknown error code {code!r}")
         super().__init__(message)
         self.code = code
         self.message = message
@@ -94,19 +98,54 @@ class Warnings:
     def __init__(self) -> None:
         self._items: list[dict[str, str]] = []
 
-    def add(self, code: str, message: str) -> None:
-        if code not in WARNING_CODES:
-            raise ValueError(f"unknown warning code {code!r}")
+    def add(self, code: WarningCode, message: str) -> None:
         entry = {"code": code, "message": message}
         if entry not in self._items:
             self._items.append(entry)
 
     def extend(self, other: Warnings) -> None:
         for w in other._items:
-            self.add(w["code"], w["message"])
+            self.add(w["code"], w["message"])  # type: ignore[arg-type]
 
     def codes(self) -> list[str]:
         return [w["code"] for w in self._items]
 
     def as_list(self) -> list[dict[str, str]]:
         return list(self._items)
+
+
+def validation_fields(
+    exc: ValidationError, *, unknown: str = "unknown key", root: str = "(record)"
+) -> list[dict[str, str]]:
+    """One ``{"field", "message"}`` per problem pydantic found, the field as a path (``fields[3].config.color``).
+
+    The one translation of pydantic's errors into what codexmem says: every caller (tool arguments,
+    record files, channel schemas, the store config) names fields the same way.
+    """
+    out: list[dict[str, str]] = []
+    for err in exc.errors(include_url=False, include_input=False):
+        out.append({"field": field_path(err["loc"]) or root, "message": _problem(err, unknown)})
+    return out
+
+
+def field_path(loc: tuple[int | str, ...]) -> str:
+    """``("fields", 3, "config")`` -> ``fields[3].config``."""
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else str(part)
+    return path
+
+
+def _problem(err: Any, unknown: str) -> str:
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        return unknown
+    if kind == "missing":
+        return "required"
+    message = str(err["msg"])
+    for prefix in ("Value error, ", "Assertion failed, "):
+        message = message.removeprefix(prefix)
+    return message[:300]

@@ -198,8 +198,7 @@ def build(store_dir: Path, *, seed: int = SEED, count: int = ITEM_COUNT) -> None
     from codexmem.store.store import Store
 
     rng = random.Random(seed)
-    store = Store(store_dir)
-    store._writer_id = WRITER
+    store = Store(store_dir, writer=WRITER)
     service.add_channel(store, "bugs", BUGS_SCHEMA, actor="cli:mika", now=START)
     ids: dict[int, str] = {}
     for at, action, n, values in _timeline(rng, count):

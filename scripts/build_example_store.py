@@ -16,8 +16,6 @@ from __future__ import annotations
 import argparse
 import random
 import shutil
-import sys
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -25,9 +23,10 @@ from typing import Any
 from pydantic import BaseModel
 from ulid import ULID
 
-from codexmem.models import Handoff, ImportAudit, Note, ScopeRef, Session, StoreConfig
-from codexmem.store import ids as ids_module
+from codexmem.models.config import StoreConfig
+from codexmem.models.records import Handoff, ImportAudit, Note, ScopeRef, Session
 from codexmem.store.atomic import atomic_write
+from codexmem.store.ids import IdMaker
 from codexmem.store.init import STORE_GITATTRIBUTES, STORE_GITIGNORE
 from codexmem.store.layout import CONFIG_FILE, HANDOFF, IMPORT, NOTE, SESSION, Kind
 from codexmem.store.store import Store
@@ -108,22 +107,16 @@ def ms_of(stamp: str) -> int:
 class Builder:
     """Writes the example through the store, with ids drawn from one seeded generator."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, rng: random.Random) -> None:
         self.store = store
-        self.rng = random.Random(SEED)
-        self.clock_ms = 0
+        self.rng = rng
         self.ids: dict[str, str] = {}
         self.sessions: dict[str, str] = {}  # session key -> project key
 
     def make_id(self, prefix: str, at: str) -> str:
         return f"{prefix}_{ULID.from_int((ms_of(at) << 80) | self.rng.getrandbits(80))}"
 
-    def event_id(self, prefix: str) -> str:
-        """Stands in for ``ids.new_id`` while building: event ids at the transaction's time."""
-        return f"{prefix}_{ULID.from_int((self.clock_ms << 80) | self.rng.getrandbits(80))}"
-
     def write(self, actor: str, at: str, *puts: tuple[Kind, BaseModel | dict[str, Any], str, list[str]]) -> None:
-        self.clock_ms = ms_of(at)
         with self.store.transaction(actor, at=at) as txn:
             for kind, record, event_type, changed in puts:
                 txn.put(kind, record, event_type=event_type, changed=changed)
@@ -263,14 +256,13 @@ def build(out: Path) -> None:
     StoreConfig.model_validate(CONFIG)
     atomic_write(out / CONFIG_FILE, dump_yaml(CONFIG).encode("utf-8"))
     atomic_write(out / "README.md", README.encode("utf-8"))
-    store = Store(out)
-    store._writer_id = WRITER_ID  # a fixed shard name, not a random one kept in the ignored cache
-    builder = Builder(store)
-    restore = _deterministic_event_ids(builder.event_id)
+    rng = random.Random(SEED)
+    # A fixed shard name (not a random one kept in the ignored cache) and seeded event ids.
+    store = Store(out, ids=IdMaker(randbytes=rng.randbytes), writer=WRITER_ID)
+    builder = Builder(store, rng)
     try:
         write_history(builder)
     finally:
-        restore()
         store.index.close()
     # Local state only (all git-ignored): leave the tree as it would be committed.
     shutil.rmtree(out / ".cache", ignore_errors=True)
@@ -299,24 +291,6 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path)
     else:
         path.unlink()
-
-
-def _deterministic_event_ids(make: Callable[[str], str]) -> Callable[[], None]:
-    """Route the store's ``new_id`` (event ids) through ``make``; return the undo."""
-    original = ids_module.new_id
-    patched = [
-        module
-        for module in list(sys.modules.values())
-        if module is not None and module.__name__.startswith("codexmem") and getattr(module, "new_id", None) is original
-    ]
-    for module in patched:
-        module.new_id = make  # type: ignore[attr-defined]
-
-    def restore() -> None:
-        for module in patched:
-            module.new_id = original  # type: ignore[attr-defined]
-
-    return restore
 
 
 # ------------------------------------------------------------------------ the history

@@ -26,12 +26,12 @@ from mcp import Client
 from memory_fixtures import make_repo, session_in
 from records_fixtures import ALL_TYPES, BUGS_SCHEMA, bug_values
 
+from codexmem.envelope import MAX_ANSWER_BYTES, compact
 from codexmem.errors import ERROR_CODES, WARNING_CODES, Warnings
-from codexmem.mcp.envelope import MAX_ANSWER_BYTES, compact
 from codexmem.mcp.server import build_server
 from codexmem.mcp.state import ServerState
 from codexmem.memory import handoffs, imports, notes
-from codexmem.models import ScopeRef
+from codexmem.models.records import ScopeRef
 from codexmem.records import service
 from codexmem.store.atomic import TMP_PREFIX
 from codexmem.store.init import init_store

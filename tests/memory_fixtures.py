@@ -14,8 +14,8 @@ from typing import Any
 from mcp import Client
 from store_fixtures import git
 
+from codexmem.envelope import compact
 from codexmem.errors import Warnings
-from codexmem.mcp.envelope import compact
 from codexmem.mcp.server import build_server
 from codexmem.mcp.state import ServerState
 from codexmem.memory import scope as scope_service

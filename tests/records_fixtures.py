@@ -6,7 +6,6 @@ the tests, the bench and ``store-example/`` describe the same channel.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import random
 import subprocess
@@ -15,17 +14,17 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from mcp import Client
 
-from codexmem.mcp.envelope import MAX_ANSWER_BYTES
+from codexmem.envelope import MAX_ANSWER_BYTES
 from codexmem.mcp.server import build_server
 from codexmem.mcp.state import ServerState
 from codexmem.records import service
 from codexmem.store.init import init_store
 from codexmem.store.store import Store
+from scripts import build_example_channel as example
 
 REPO = Path(__file__).resolve().parent.parent
 NOW = datetime(2026, 3, 13, 10, 52, tzinfo=UTC)
@@ -33,17 +32,6 @@ CREATED = NOW - timedelta(days=10)
 PERSON = "cli:tester"
 
 
-def load_script(relpath: str, name: str) -> ModuleType:
-    """Import a script of the repository (not a package) by path."""
-    spec = importlib.util.spec_from_file_location(name, REPO / relpath)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-example = load_script("scripts/build_example_channel.py", "build_example_channel")
 BUGS_SCHEMA: dict[str, Any] = example.BUGS_SCHEMA
 bug_values: Callable[..., dict[str, Any]] = example.bug_values
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codexmem.models import Handoff, ImportAudit, Item, Note, ScopeRef, Session
+from codexmem.models.records import Handoff, ImportAudit, Item, Note, ScopeRef, Session
 from codexmem.store.ids import new_id
 from codexmem.store.layout import CHANNEL, HANDOFF, IMPORT, ITEM, NOTE, SESSION
 from codexmem.store.store import Store

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from codexmem.errors import CodexmemError
-from codexmem.models import Handoff, ImportAudit, Note, ScopeRef, Session
+from codexmem.models.records import Handoff, ImportAudit, Note, ScopeRef, Session
 from codexmem.store.ids import new_id
 from codexmem.store.init import init_store
 from codexmem.store.layout import HANDOFF, IMPORT, NOTE, SESSION, Kind

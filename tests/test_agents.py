@@ -73,7 +73,7 @@ def test_rendering_is_stable_instruction_text(store: Store) -> None:
     # Writing memory must not change AGENTS.md: it carries no session state or handoff contents.
     from store_fixtures import session_model
 
-    from codexmem.models import ScopeRef
+    from codexmem.models.records import ScopeRef
     from codexmem.store.layout import SESSION
 
     scope = ScopeRef(system_id="sys_order_platform", project_id="proj_order_web", workspace_id="ws_order_web_main")

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from codexmem.records.formula import FormulaError, parse
-from codexmem.records.schema import ChannelSchema
+from codexmem.models.channel import ChannelSchema
+from codexmem.models.formula import FormulaError, parse
 
 NOW = datetime(2026, 3, 20, 9, 0, tzinfo=UTC)
 

@@ -35,7 +35,7 @@ from store_fixtures import (
 )
 
 from codexmem.mcp.state import ServerState
-from codexmem.models import ScopeRef
+from codexmem.models.records import ScopeRef
 from codexmem.store.index import Index
 from codexmem.store.layout import NOTE
 from codexmem.store.store import Store
@@ -113,17 +113,17 @@ def test_a_write_by_another_process_is_seen_without_a_full_scan(
     mine.fresh_index()
     refreshes.clear()
     script = (
-        "import sys; sys.path.insert(0, sys.argv[2])\n"
+        "import sys\n"
         "from store_fixtures import write_note\n"
         "from codexmem.store.store import Store\n"
-        "print(write_note(Store(sys.argv[1]), sys.argv[3], title='from a process'))\n"
+        "print(write_note(Store(sys.argv[1]), sys.argv[2], title='from a process'))\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", script, str(mine.root), str(REPO_ROOT / "tests"), session],
+        [sys.executable, "-c", script, str(mine.root), session],
         capture_output=True,
         text=True,
         check=True,
-        env=GIT_ENV,
+        env={**GIT_ENV, "PYTHONPATH": str(REPO_ROOT / "tests")},
     )
     note = done.stdout.strip()
     assert mine.fresh_index().get(NOTE, note)["title"] == "from a process"

@@ -812,9 +812,9 @@ def test_the_readme_limits_are_the_code_limits(harness: Harness) -> None:
     The boundary of each is exercised by ``test_every_limit_is_enforced_at_its_boundary...`` below
     (the YAML limit in test_hardening_hostile).
     """
+    from codexmem.envelope import MAX_ANSWER_BYTES
     from codexmem.mcp import memory_tools
-    from codexmem.mcp.envelope import MAX_ANSWER_BYTES
-    from codexmem.models import (
+    from codexmem.models.records import (
         MAX_CONTENT,
         MAX_LIST_ITEM_CHARS,
         MAX_LIST_ITEMS,

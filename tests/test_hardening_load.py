@@ -25,13 +25,12 @@ from typing import Any
 
 import pytest
 from hardening_fixtures import RawServer, report, tool_envelope
-from records_fixtures import load_script
 
+from bench import load
 from codexmem.store.check import check_store
 from codexmem.store.layout import IMPORT, ITEM, NOTE
 from codexmem.store.store import Store
 
-load = load_script("bench/load.py", "bench_load")
 SECONDS = float(os.environ.get("HARDENING_LOAD_SECONDS", "10"))
 WORKERS = 8
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from codexmem.models import Note, ScopeRef, Session
+from codexmem.models.records import Note, ScopeRef, Session
 from codexmem.store.ids import new_id
 from codexmem.store.index import TextQuery
 from codexmem.store.init import init_store

@@ -13,10 +13,10 @@ import pytest
 from mcp import Client, StdioServerParameters
 from memory_fixtures import NOW, answer_bytes, call, make_repo, mcp_client, session_in
 
+from codexmem.envelope import MAX_ANSWER_BYTES
 from codexmem.errors import Warnings
-from codexmem.mcp.envelope import MAX_ANSWER_BYTES
 from codexmem.memory import notes
-from codexmem.models import ScopeRef
+from codexmem.models.records import ScopeRef
 from codexmem.store.init import init_store
 from codexmem.store.layout import SESSION
 from codexmem.store.store import Store

@@ -10,7 +10,7 @@ from mcp import Client
 from memory_fixtures import answer_bytes, call, make_repo, mcp_client, session
 from store_fixtures import shard_events
 
-from codexmem.mcp.envelope import MAX_ANSWER_BYTES
+from codexmem.envelope import MAX_ANSWER_BYTES
 
 pytestmark = pytest.mark.anyio
 

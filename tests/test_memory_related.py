@@ -13,8 +13,8 @@ from mcp import Client
 from memory_fixtures import answer_bytes, call, make_repo, mcp_client
 from store_fixtures import PYTHON
 
+from codexmem.envelope import MAX_ANSWER_BYTES
 from codexmem.errors import Warnings
-from codexmem.mcp.envelope import MAX_ANSWER_BYTES
 from codexmem.memory import related
 from codexmem.store.store import Store
 

@@ -13,7 +13,7 @@ from store_fixtures import shard_events
 from codexmem.errors import CodexmemError, Warnings
 from codexmem.memory import handoffs, lifecycle, notes, retrieval
 from codexmem.memory.text import normalize_paths, normalize_strings, normalize_tags
-from codexmem.models import ScopeRef
+from codexmem.models.records import ScopeRef
 from codexmem.store.layout import HANDOFF, NOTE, SESSION
 from codexmem.store.store import Store
 

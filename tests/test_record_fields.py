@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from codexmem.errors import CodexmemError
+from codexmem.models.channel import ChannelSchema
 from codexmem.records.fields import preview_values, unique_keys, validate_values
-from codexmem.records.schema import ChannelSchema
 
 STATUS_OPTIONS = [
     {"value": "new", "label": "New", "color": "#64748b"},

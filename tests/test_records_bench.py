@@ -6,9 +6,8 @@ from pathlib import Path
 
 import anyio
 import pytest
-from records_fixtures import load_script
 
-bench = load_script("bench/record_channels.py", "bench_record_channels")
+from bench import record_channels as bench
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ from memory_fixtures import make_repo, shared_store
 from store_fixtures import git
 
 from codexmem.errors import CodexmemError, Warnings
-from codexmem.memory.gitinfo import normalize_path
+from codexmem.gitrepo import normalize_path
 from codexmem.memory.scope import Scope, resolve_scope
 from codexmem.store.init import init_store, system_identity
 from codexmem.store.store import Store

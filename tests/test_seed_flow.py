@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from memory_fixtures import NOW, answer_bytes, call, make_repo, mcp_client
 
-from codexmem.mcp.envelope import MAX_ANSWER_BYTES
+from codexmem.envelope import MAX_ANSWER_BYTES
 from codexmem.store.init import init_store
 
 pytestmark = pytest.mark.anyio

@@ -36,7 +36,7 @@ from site_fixtures import (
 from codexmem.cli.main import main
 from codexmem.cli.site_cmd import default_out, parse_now
 from codexmem.errors import CodexmemError
-from codexmem.models import Note
+from codexmem.models.records import Note
 from codexmem.render.markdown import render_markdown
 from codexmem.render.site import build_site
 from codexmem.render.site.build import BuildReport

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from codexmem.errors import CodexmemError
-from codexmem.models import ImportAudit, ScopeRef, Session
+from codexmem.models.records import ImportAudit, ScopeRef, Session
 from codexmem.store import events as ev
 from codexmem.store.atomic import append_line
 from codexmem.store.check import check_store

@@ -21,7 +21,7 @@ from store_fixtures import ACTOR, new_store, note_model, start_session
 from ulid import ULID
 
 from codexmem.errors import CodexmemError
-from codexmem.models import (
+from codexmem.models.records import (
     HANDOFF_KINDS,
     HANDOFF_STATUSES,
     IMPORT_SOURCES,
@@ -41,7 +41,7 @@ from codexmem.store.layout import CHANNEL, HANDOFF, IMPORT, ITEM, NOTE, SESSION,
 from codexmem.store.yamlio import MAX_YAML_BYTES, YamlError, dump_yaml, load_yaml
 from codexmem.timeutil import format_ts
 
-HAS_CHANNEL_SCHEMA = importlib.util.find_spec("codexmem.records.schema") is not None
+HAS_CHANNEL_SCHEMA = importlib.util.find_spec("codexmem.models.channel") is not None
 
 # ------------------------------------------------------------------ strategies
 
@@ -293,7 +293,7 @@ def test_item_round_trip(model: Item) -> None:
 
 
 if HAS_CHANNEL_SCHEMA:
-    from codexmem.records.schema import ChannelSchema
+    from codexmem.models.channel import ChannelSchema
 
     def _field(key: str, ftype: str, label: str, required: bool, unique: bool) -> dict[str, Any]:
         config: dict[str, Any] = {}

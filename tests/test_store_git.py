@@ -23,7 +23,7 @@ from store_fixtures import (
 )
 
 from codexmem.cli.main import main
-from codexmem.models import ScopeRef, Session
+from codexmem.models.records import ScopeRef, Session
 from codexmem.store.check import check_store
 from codexmem.store.ids import new_id
 from codexmem.store.layout import NOTE, SESSION

@@ -26,7 +26,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from codexmem.errors import CodexmemError
-    from codexmem.memory.gitinfo import find_git_root
+    from codexmem.gitrepo import find_git_root
     from codexmem.store.init import init_store
 
     if args.store:

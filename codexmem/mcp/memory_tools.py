@@ -13,7 +13,8 @@ from pydantic import Field, WithJsonSchema
 
 from codexmem.errors import Warnings
 from codexmem.mcp.registry import ToolInput, ToolSpec
-from codexmem.models import (
+from codexmem.models.base import ProjectId, SessionId, SystemId, WorkspaceId
+from codexmem.models.records import (
     MAX_CONTENT,
     MAX_LIST_ITEM_CHARS,
     MAX_LIST_ITEMS,
@@ -29,11 +30,7 @@ from codexmem.models import (
     NoteSource,
     NoteStatus,
     NoteType,
-    ProjectId,
     ScopeRef,
-    SessionId,
-    SystemId,
-    WorkspaceId,
 )
 
 if TYPE_CHECKING:

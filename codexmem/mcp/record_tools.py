@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
+from codexmem.envelope import MAX_ANSWER_BYTES, fail, fit, ok, size_of
 from codexmem.errors import CodexmemError, Warnings
-from codexmem.mcp.envelope import MAX_ANSWER_BYTES, fail, fit, ok, size_of
 from codexmem.mcp.registry import ToolInput, ToolSpec
 
 if TYPE_CHECKING:

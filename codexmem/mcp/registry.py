@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from codexmem.errors import CodexmemError, Warnings
+from codexmem.errors import CodexmemError, Warnings, validation_fields
 
 if TYPE_CHECKING:
     from codexmem.mcp.state import ServerState
@@ -50,13 +50,10 @@ def parse_arguments(spec: ToolSpec, arguments: dict[str, Any] | None) -> ToolInp
     try:
         return spec.input_model.model_validate(arguments or {})
     except ValidationError as exc:
-        fields = []
-        for err in exc.errors(include_url=False, include_input=False):
-            loc = ".".join(str(p) for p in err["loc"]) or "(arguments)"
-            # A field name is whatever key the caller sent: cut, so the answer stays within its budget.
-            fields.append(
-                {"field": loc if len(loc) <= MAX_FIELD_CHARS else loc[:MAX_FIELD_CHARS] + "…", "message": _message(err)}
-            )
+        fields = validation_fields(exc, unknown="unknown argument", root="(arguments)")
+        for entry in fields:  # a field name is whatever key the caller sent: cut, so the answer stays in budget
+            if len(entry["field"]) > MAX_FIELD_CHARS:
+                entry["field"] = entry["field"][:MAX_FIELD_CHARS] + "…"
         first = fields[0]
         kept = _within(fields[:20], MAX_FIELDS_BYTES)
         more = f" (and {len(fields) - 1} more)" if len(fields) > 1 else ""
@@ -82,16 +79,6 @@ def _within(fields: list[dict[str, str]], budget: int) -> list[dict[str, str]]:
             break
         kept.append(entry)
     return kept
-
-
-def _message(err: Any) -> str:
-    kind = err["type"]
-    if kind == "extra_forbidden":
-        return "unknown argument"
-    if kind == "missing":
-        return "required"
-    msg = str(err["msg"])
-    return msg[:300]
 
 
 def _strip_titles(node: Any) -> Any:

@@ -19,8 +19,8 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 
 from codexmem import __version__
-from codexmem.errors import CodexmemError, Warnings
-from codexmem.mcp.envelope import MAX_ANSWER_BYTES, compact, fail, ok
+from codexmem.envelope import MAX_ANSWER_BYTES, compact, fail, ok
+from codexmem.errors import CodexmemError, ErrorCode, Warnings
 from codexmem.mcp.registry import ToolSpec, parse_arguments
 from codexmem.mcp.state import ServerState
 
@@ -83,7 +83,7 @@ def call(state: ServerState, spec: ToolSpec | None, name: str, arguments: dict[s
         envelope = fail(exc, warnings)
     except Exception as exc:
         log.error("tool %s failed:\n%s", name, traceback.format_exc())
-        code = "ERR_READ_FAILED" if spec is not None and spec.read_only else "ERR_WRITE_FAILED"
+        code: ErrorCode = "ERR_READ_FAILED" if spec is not None and spec.read_only else "ERR_WRITE_FAILED"
         envelope = fail(
             CodexmemError(code, f"internal error ({exc.__class__.__name__}); nothing was changed"), warnings
         )

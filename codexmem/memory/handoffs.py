@@ -6,13 +6,13 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from codexmem.envelope import shorten
 from codexmem.errors import Warnings, invalid_input
-from codexmem.mcp.envelope import shorten
 from codexmem.memory.privacy import is_private, not_stored, screen_arguments
 from codexmem.memory.sessions import require_writable_session, write
 from codexmem.memory.text import make_record, normalize_paths, normalize_strings, require_fits, required_text
-from codexmem.models import Handoff, HandoffKind, HandoffStatus, ScopeRef
-from codexmem.store.ids import is_record_id, new_id
+from codexmem.models.records import Handoff, HandoffKind, HandoffStatus, ScopeRef
+from codexmem.store.ids import is_record_id
 from codexmem.store.layout import HANDOFF, NOTE
 from codexmem.store.store import Store, Transaction
 from codexmem.timeutil import format_ts
@@ -76,14 +76,14 @@ def save_handoff(
         "related_note_ids": list(related_note_ids),
     }
     at = format_ts(now)
-    _build(scope, session_id, kind, status, at, texts, related=[])  # validate before deciding anything
+    _build(store, scope, session_id, kind, status, at, texts, related=[])  # validate before deciding anything
     if private:
         return not_stored("handoff", warnings, stored_at=None, eligible_for_bootstrap=False)
     texts = screen_arguments(store, warnings, texts)
     with write(store, session_id, now, warnings) as txn:
         require_writable_session(txn, session_id, scope)
         related = _known_notes(txn, texts["related_note_ids"], warnings)
-        handoff = _build(scope, session_id, kind, status, at, texts, related=related)
+        handoff = _build(store, scope, session_id, kind, status, at, texts, related=related)
         if status == "open" and _open_for_task(store, handoff):
             warnings.add(
                 "WARN_DEDUPE_APPLIED",
@@ -103,6 +103,7 @@ def save_handoff(
 
 
 def _build(
+    store: Store,
     scope: ScopeRef,
     session_id: str,
     kind: HandoffKind,
@@ -117,6 +118,7 @@ def _build(
     if not steps:
         raise invalid_input("next_steps", "must hold at least one non-blank step")
     handoff = new_handoff(
+        store.new_id("handoff", at),
         scope,
         session_id,
         kind,
@@ -136,12 +138,12 @@ def _build(
 
 
 def new_handoff(
-    scope: ScopeRef, session_id: str, kind: HandoffKind, status: HandoffStatus, at: str, **fields: Any
+    handoff_id: str, scope: ScopeRef, session_id: str, kind: HandoffKind, status: HandoffStatus, at: str, **fields: Any
 ) -> Handoff:
     """A version-1 handoff; ``fields`` are already normalized (also used for recovery handoffs)."""
     return make_record(
         Handoff,
-        handoff_id=new_id("handoff"),
+        handoff_id=handoff_id,
         version=1,
         scope=scope,
         session_id=session_id,

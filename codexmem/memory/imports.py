@@ -12,13 +12,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from codexmem.envelope import MAX_ANSWER_BYTES, ok, size_of
 from codexmem.errors import CodexmemError, Warnings
-from codexmem.mcp.envelope import MAX_ANSWER_BYTES, ok, size_of
 from codexmem.memory.notes import build_note, note_view, same_in_project
 from codexmem.memory.privacy import is_private, screen_arguments
 from codexmem.memory.sessions import require_writable_session, write
-from codexmem.models import ImportAudit, ImportSource, Note, NoteStatus, NoteType, ScopeRef
-from codexmem.store.ids import new_id
+from codexmem.models.records import ImportAudit, ImportSource, Note, NoteStatus, NoteType, ScopeRef
 from codexmem.store.index import Index
 from codexmem.store.layout import IMPORT, NOTE
 from codexmem.store.store import Store, Transaction
@@ -103,7 +102,9 @@ def save_import(
                 "deduplicated": True,
                 "content_changed": _hash_changed(existing, digest),
             }
-        audit = _audit(scope, session_id, source, ext, digest, format_ts(now), reason=PRIVACY if private else None)
+        audit = _audit(
+            store, scope, session_id, source, ext, digest, format_ts(now), reason=PRIVACY if private else None
+        )
         stored = txn.put(IMPORT, audit, event_type="created", changed=[])
     if private:
         _private_warnings(warnings)
@@ -154,6 +155,7 @@ def save_imported_note(
 
     def build(t: dict[str, Any]) -> Note:
         return build_note(
+            note_id=store.new_id("note", now),
             scope=scope,
             session_id=session_id,
             note_type=note_type,
@@ -180,11 +182,11 @@ def save_imported_note(
         if existing is not None:
             data = _replayed(store.index, existing, note, digest, warnings)
         elif private:
-            audit = _audit(scope, session_id, source, ext, digest, at, reason=PRIVACY)
+            audit = _audit(store, scope, session_id, source, ext, digest, at, reason=PRIVACY)
             data = _answer(None, txn.put(IMPORT, audit, event_type="created", changed=[]), materialized=False)
             _private_warnings(warnings)
         else:
-            data = _materialize(txn, note, _audit(scope, session_id, source, ext, digest, at), warnings)
+            data = _materialize(txn, note, _audit(store, scope, session_id, source, ext, digest, at), warnings)
     return _within_budget(data, warnings)
 
 
@@ -259,6 +261,7 @@ def _within_budget(data: dict[str, Any], warnings: Warnings) -> dict[str, Any]:
 
 
 def _audit(
+    store: Store,
     scope: ScopeRef,
     session_id: str,
     source: ImportSource,
@@ -269,7 +272,7 @@ def _audit(
     reason: str | None = None,
 ) -> ImportAudit:
     return ImportAudit(
-        import_id=new_id("import"),
+        import_id=store.new_id("import", at),
         version=1,
         scope=scope,
         session_id=session_id,

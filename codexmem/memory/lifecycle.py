@@ -9,13 +9,13 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from codexmem.envelope import shorten
 from codexmem.errors import CodexmemError, Warnings, invalid_input
-from codexmem.mcp.envelope import shorten
 from codexmem.memory.handoffs import handoff_view, new_handoff
 from codexmem.memory.notes import note_view
 from codexmem.memory.sessions import MCP_ACTOR, session_view, write
 from codexmem.memory.text import unique
-from codexmem.models import MAX_TASK, ScopeRef
+from codexmem.models.records import MAX_TASK, ScopeRef
 from codexmem.store.ids import check_record_id
 from codexmem.store.index import Index
 from codexmem.store.layout import HANDOFF, IMPORT, NOTE, SESSION, Kind
@@ -139,7 +139,12 @@ def recover_idle_sessions(
             )
             notes = store.index.select(NOTE, where={"session_id": sid}, order=[("created_at", False), ("id", False)])
             if notes and store.index.count(HANDOFF, where={"session_id": sid}) == 0:
-                txn.put(HANDOFF, _recovery_handoff(current, notes, at), event_type="created", changed=[])
+                txn.put(
+                    HANDOFF,
+                    _recovery_handoff(store.new_id("handoff", at), current, notes, at),
+                    event_type="created",
+                    changed=[],
+                )
         recovered.append(sid)
     return recovered
 
@@ -153,7 +158,7 @@ def last_activity(index: Index, session: dict[str, Any]) -> str:
     return max(latest)
 
 
-def _recovery_handoff(session: dict[str, Any], notes: list[dict[str, Any]], at: str) -> dict[str, Any]:
+def _recovery_handoff(handoff_id: str, session: dict[str, Any], notes: list[dict[str, Any]], at: str) -> dict[str, Any]:
     """A handoff written for a session that stopped without one, from the notes it left."""
     titles = [f"{n['type']}: {n['title']}" for n in notes]
     summary = (
@@ -164,6 +169,7 @@ def _recovery_handoff(session: dict[str, Any], notes: list[dict[str, Any]], at: 
     done = [n["title"] for n in notes if n["type"] == "bugfix" or n["status"] == "resolved"]
     files = unique(p for n in notes for p in n.get("file_paths", []))
     handoff = new_handoff(
+        handoff_id,
         ScopeRef.model_validate(session["scope"]),
         session["session_id"],
         "recovery",

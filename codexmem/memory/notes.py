@@ -6,13 +6,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from codexmem.envelope import shorten
 from codexmem.errors import Warnings
-from codexmem.mcp.envelope import shorten
 from codexmem.memory.privacy import is_private, not_stored, screen_arguments
 from codexmem.memory.sessions import require_writable_session, write
 from codexmem.memory.text import make_record, normalize_paths, normalize_tags, require_fits, required_text
-from codexmem.models import Note, NoteSource, NoteStatus, NoteType, ScopeRef
-from codexmem.store.ids import new_id
+from codexmem.models.records import Note, NoteSource, NoteStatus, NoteType, ScopeRef
 from codexmem.store.index import Index
 from codexmem.store.layout import NOTE
 from codexmem.store.store import Store
@@ -69,6 +68,7 @@ def save_note(
 
     def build(t: dict[str, Any]) -> Note:
         return build_note(
+            note_id=store.new_id("note", now),
             scope=scope,
             session_id=session_id,
             note_type=note_type,
@@ -102,6 +102,7 @@ def save_note(
 
 def build_note(
     *,
+    note_id: str,
     scope: ScopeRef,
     session_id: str,
     note_type: NoteType,
@@ -117,7 +118,7 @@ def build_note(
     """A validated version-1 note from the caller's texts, small enough to return whole."""
     note = make_record(
         Note,
-        note_id=new_id("note"),
+        note_id=note_id,
         version=1,
         scope=scope,
         session_id=session_id,

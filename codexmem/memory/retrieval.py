@@ -1,7 +1,7 @@
 """Reading memory back: bootstrap, search, recent and get.
 
 Every answer must survive Codex's output cap, so list answers are filled item by item within
-:data:`~codexmem.mcp.envelope.MAX_ANSWER_BYTES` (``envelope.fit``) and say when they stopped
+:data:`~codexmem.envelope.MAX_ANSWER_BYTES` (``envelope.fit``) and say when they stopped
 early (``has_more``, ``truncated``); list items show ~300 characters of content, get_note the rest.
 """
 
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal, NamedTuple
 
+from codexmem.envelope import MAX_ANSWER_BYTES, fit, ok, shorten, size_of
 from codexmem.errors import CodexmemError, Warnings
-from codexmem.mcp.envelope import MAX_ANSWER_BYTES, fit, ok, shorten, size_of
 from codexmem.memory.handoffs import handoff_view
 from codexmem.memory.lifecycle import recover_idle_sessions
 from codexmem.memory.notes import PREVIEW_CHARS, note_view
@@ -24,7 +24,7 @@ from codexmem.memory.related import related_sources
 from codexmem.memory.scope import resolve_scope
 from codexmem.memory.sessions import open_session, session_view
 from codexmem.memory.text import required_text, unique
-from codexmem.models import HANDOFF_STATUSES, NOTE_STATUSES, ScopeRef
+from codexmem.models.records import HANDOFF_STATUSES, NOTE_STATUSES, ScopeRef
 from codexmem.store.ids import check_record_id
 from codexmem.store.index import Index, TextQuery
 from codexmem.store.layout import HANDOFF, NOTE, Kind

@@ -14,8 +14,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from codexmem.errors import CodexmemError, Warnings, invalid_input
-from codexmem.memory.gitinfo import RepoInfo, discover_repository, name_from_remote, normalize_path, normalize_remote
-from codexmem.models import ProjectDecl, ScopeRef, StoreConfig
+from codexmem.gitrepo import RepoInfo, discover_repository, name_from_remote, normalize_path, normalize_remote
+from codexmem.models.config import ProjectDecl, StoreConfig
+from codexmem.models.records import ScopeRef
 from codexmem.store.ids import scope_id
 from codexmem.store.init import project_identity_key, system_identity
 from codexmem.store.locate import STORE_DIRNAME
@@ -94,9 +95,10 @@ def resolve_scope(
         project_id = scope_id("proj", derived, key)
         project_name = project_name_hint.strip() or derived
     system_id, system_name = _system(store.config, decl, system_name_hint.strip(), project_name)
-    fallback = _FALLBACK_WARNINGS.get(resolved_by, ())
-    for code, message in zip(("WARN_SCOPE_FALLBACK_USED", "WARN_SCOPE_AMBIGUOUS"), fallback, strict=False):
-        warnings.add(code, message)
+    fallback = _FALLBACK_WARNINGS.get(resolved_by)
+    if fallback is not None:
+        warnings.add("WARN_SCOPE_FALLBACK_USED", fallback[0])
+        warnings.add("WARN_SCOPE_AMBIGUOUS", fallback[1])
     return Scope(
         system_id=system_id,
         system_name=system_name,

@@ -12,8 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from codexmem.errors import CodexmemError, Warnings
-from codexmem.models import ScopeRef, Session
-from codexmem.store.ids import new_id
+from codexmem.models.records import ScopeRef, Session
 from codexmem.store.layout import SESSION
 from codexmem.store.store import Store, Transaction
 from codexmem.timeutil import format_ts
@@ -53,7 +52,7 @@ def open_session(
     """Create a new active session and return its record."""
     at = format_ts(now)
     session = Session(
-        session_id=new_id("sess"),
+        session_id=store.new_id("sess", now),
         version=1,
         scope=scope,
         status="active",

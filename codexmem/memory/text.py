@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from codexmem.errors import CodexmemError, invalid_input
-from codexmem.mcp.envelope import MAX_ANSWER_BYTES, size_of
+from codexmem.envelope import MAX_ANSWER_BYTES, size_of
+from codexmem.errors import CodexmemError, invalid_input, validation_fields
 
 MAX_TAG_CHARS = 64  # the Tag pattern in codexmem.models
 RECORD_BUDGET = MAX_ANSWER_BYTES - 700
@@ -81,10 +81,7 @@ def make_record(model: type[M], **values: Any) -> M:
     try:
         return model(**values)
     except ValidationError as exc:
-        fields = [
-            {"field": ".".join(str(p) for p in err["loc"]), "message": str(err["msg"])}
-            for err in exc.errors(include_url=False, include_input=False)
-        ]
+        fields = validation_fields(exc)
         first = fields[0]
         raise CodexmemError("ERR_INVALID_INPUT", f"{first['field']}: {first['message']}", fields=fields) from None
 

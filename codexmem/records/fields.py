@@ -23,7 +23,7 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 from codexmem.errors import CodexmemError
-from codexmem.records.schema import RESERVED_KEYS, ChannelSchema, FieldDef
+from codexmem.models.channel import RESERVED_KEYS, ChannelSchema, FieldDef
 
 DEFAULT_TEXT_MAX_LENGTH: Final = 10_000
 EMAIL_MAX_LENGTH: Final = 254
@@ -141,7 +141,7 @@ class _Failures:
 
     def value(self, f: FieldDef, value: Any, message: str, **extra: Any) -> None:
         """A rejected value: echo it back as ``given`` when it is small plain JSON (and holds no credential)."""
-        from codexmem.secrets import find_secrets, redact
+        from codexmem.credentials import find_secrets, redact
 
         given: Any = None
         if _is_plain_json(value) and len(_compact_json(value)) <= GIVEN_MAX_CHARS:

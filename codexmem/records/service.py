@@ -15,9 +15,9 @@ from datetime import datetime
 from typing import Any
 
 from codexmem.errors import CodexmemError
-from codexmem.models import Item
+from codexmem.models.channel import ChannelSchema
+from codexmem.models.records import Item
 from codexmem.records.fields import validate_values
-from codexmem.records.schema import ChannelSchema
 from codexmem.records.values import (
     in_schema_order,
     preview_item,
@@ -27,7 +27,7 @@ from codexmem.records.values import (
     validate_schema,
 )
 from codexmem.store import events as ev
-from codexmem.store.ids import check_record_id, new_id
+from codexmem.store.ids import check_record_id
 from codexmem.store.layout import CHANNEL, ITEM
 from codexmem.store.store import Store, Transaction
 from codexmem.timeutil import format_ts
@@ -189,7 +189,7 @@ def create_item(
     item_id: str | None = None,
 ) -> dict[str, Any]:
     """A new item (version 1), every required field present; ``item_id`` only for generators."""
-    rid = check_record_id(item_id, "item", "item_id") if item_id is not None else new_id("item")
+    rid = check_record_id(item_id, "item", "item_id") if item_id is not None else store.new_id("item", now)
     at = format_ts(now)
     with store.transaction(actor, at=at) as txn:
         schema = _schema_in(txn, channel_id)

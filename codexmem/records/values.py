@@ -15,9 +15,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from codexmem.errors import CodexmemError
+from codexmem.errors import CodexmemError, validation_fields
+from codexmem.models.channel import ChannelSchema
 from codexmem.records.fields import preview_values, unique_keys
-from codexmem.records.schema import ChannelSchema
 from codexmem.store.index import Index
 from codexmem.store.layout import ITEM
 
@@ -37,12 +37,12 @@ def validate_schema(data: Mapping[str, Any]) -> ChannelSchema:
         return ChannelSchema.model_validate(dict(data))
     except ValidationError as exc:
         fields: list[dict[str, Any]] = []
-        for err in exc.errors(include_url=False, include_input=False):
-            loc = ".".join(str(p) for p in err["loc"]) or "schema"
-            message = str(err["msg"]).removeprefix("Value error, ")
+        for problem in validation_fields(exc, root="schema"):
             # The whole-schema check joins its problems with "; ": one entry per problem reads better.
-            parts = message.split("; fields.")
-            fields.extend({"field": loc, "message": p if i == 0 else "fields." + p} for i, p in enumerate(parts))
+            parts = problem["message"].split("; fields.")
+            fields.extend(
+                {"field": problem["field"], "message": p if i == 0 else "fields." + p} for i, p in enumerate(parts)
+            )
         raise CodexmemError(
             "ERR_INVALID_INPUT",
             f"the schema is not valid: {fields[0]['message']}"

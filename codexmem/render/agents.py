@@ -306,7 +306,7 @@ def global_agents_path() -> Path:
 
 def project_agents_path(cwd: str) -> Path:
     """AGENTS.md at the git root of ``cwd``; a model-supplied path outside a work tree is refused."""
-    from codexmem.memory.gitinfo import find_git_root
+    from codexmem.gitrepo import find_git_root
 
     root = find_git_root(cwd)
     if root is None:

@@ -182,7 +182,7 @@ class _Checker:
             if schema_data is None:
                 self.error(rel, f"channel {channel} has no valid schema.yaml")
                 continue
-            from codexmem.records.schema import ChannelSchema
+            from codexmem.models.channel import ChannelSchema
 
             schema = ChannelSchema.model_validate(schema_data)
             try:
@@ -267,7 +267,7 @@ class _Checker:
     # -------------------------------------------------------------- secrets
 
     def _check_secrets(self) -> None:
-        from codexmem.secrets import find_secrets
+        from codexmem.credentials import find_secrets
 
         for (_kind, _rid), (rel, data) in sorted(self.records.items(), key=lambda kv: kv[1][0]):
             for path, text in _texts(data):

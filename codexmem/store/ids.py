@@ -8,12 +8,16 @@ is used to build a path, so nothing like ``../`` can ever reach the filesystem.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import threading
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 
 from ulid import ULID
 
 from codexmem.errors import CodexmemError
+from codexmem.timeutil import parse_ts, utcnow
 
 RECORD_PREFIXES = ("sess", "note", "handoff", "import", "item", "evt")
 _ULID_RE = "[0-7][0-9A-HJKMNP-TV-Z]{25}"  # 128 bits: the first character is at most 7
@@ -23,22 +27,44 @@ _SCOPE_ID_RE = re.compile(r"^(sys|proj|ws)_[a-z0-9][a-z0-9_]{0,95}\Z")
 CHANNEL_ID_RE = re.compile(r"^[a-z][a-z0-9_-]{0,63}\Z")
 _SLUG_RE = re.compile(r"[^a-z0-9]+")
 
-_lock = threading.Lock()
-_last: int = 0
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def new_id(prefix: str) -> str:
-    """A fresh ``<prefix>_<ULID>``, strictly increasing within this process."""
-    global _last
-    if prefix not in RECORD_PREFIXES:
-        raise ValueError(f"unknown record prefix {prefix!r}")
-    with _lock:
-        value = int(ULID())
-        # Same millisecond: bump the random part so ids made here keep creation order.
-        if value <= _last:
-            value = _last + 1
-        _last = value
-    return f"{prefix}_{ULID.from_int(value)}"
+class IdMaker:
+    """Makes ``<prefix>_<ULID>`` ids whose time part is the moment of the write they belong to.
+
+    Ids made by one maker are strictly increasing, even within one millisecond, so they keep
+    creation order. A store holds one maker; the example store's builder passes one with a seeded
+    source of random bytes, so the same story always gives the same ids.
+    """
+
+    def __init__(self, randbytes: Callable[[int], bytes] = os.urandom) -> None:
+        self._randbytes = randbytes
+        self._lock = threading.Lock()
+        self._last = 0
+
+    def new(self, prefix: str, at: datetime | str | None = None) -> str:
+        """A fresh id; its ULID time is ``at`` (a store timestamp or a datetime), else now."""
+        if prefix not in RECORD_PREFIXES:
+            raise ValueError(f"unknown record prefix {prefix!r}")
+        moment = parse_ts(at) if isinstance(at, str) else (at or utcnow())
+        millis = (moment - _EPOCH) // timedelta(milliseconds=1)
+        with self._lock:
+            value = (millis << 80) | int.from_bytes(self._randbytes(10), "big")
+            # Same millisecond (or a clock that went back): bump, so ids made here keep creation order.
+            if value <= self._last:
+                value = self._last + 1
+            self._last = value
+        return f"{prefix}_{ULID.from_int(value)}"
+
+
+DEFAULT_IDS = IdMaker()
+"""The maker of stores opened without one of their own, and of test fixtures."""
+
+
+def new_id(prefix: str, at: datetime | str | None = None) -> str:
+    """A fresh id from :data:`DEFAULT_IDS` (records built outside a store: fixtures, benchmarks)."""
+    return DEFAULT_IDS.new(prefix, at)
 
 
 def is_record_id(value: object, prefix: str | None = None) -> bool:

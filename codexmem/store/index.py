@@ -42,6 +42,7 @@ from typing import Any
 from pydantic import ValidationError
 from ulid import ULID
 
+from codexmem.errors import validation_fields
 from codexmem.store import events as ev
 from codexmem.store.atomic import TMP_PREFIX, read_bytes_nofollow
 from codexmem.store.layout import (
@@ -501,7 +502,7 @@ class Index:
 
     def _git_markers(self) -> list[Path]:
         if self._markers is None:
-            from codexmem.memory.gitinfo import discover_repository
+            from codexmem.gitrepo import discover_repository
 
             info = discover_repository(self.layout.root)
             self._markers = [info.git_dir / "HEAD", info.git_dir / "index"] if info.git_dir else []
@@ -1365,22 +1366,15 @@ def validate_record(kind: Kind, data: dict[str, Any], rid: str, channel: str | N
     try:
         model = kind.model.model_validate(data)
     except ValidationError as exc:
-        raise ValueError(_describe_validation(exc)) from None
+        problems = validation_fields(exc)
+        text = "; ".join(f"{p['field']}: {p['message']}" for p in problems[:5])
+        raise ValueError(text + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")) from None
     dumped: dict[str, Any] = model.model_dump(mode="json")
     if dumped.get(kind.id_field) != rid:
         raise ValueError(f"{kind.id_field} {dumped.get(kind.id_field)!r} does not match the file name ({rid})")
     if kind is ITEM and dumped.get("record_channel_id") != channel:
         raise ValueError(f"record_channel_id {dumped.get('record_channel_id')!r} does not match its folder ({channel})")
     return dumped
-
-
-def _describe_validation(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors()[:5]:
-        loc = ".".join(str(p) for p in err["loc"]) or "(record)"
-        parts.append(f"{loc}: {err['msg']}")
-    more = len(exc.errors()) - 5
-    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
 
 
 def _check_col(col: str) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from codexmem.errors import CodexmemError
-from codexmem.models import STORE_FORMAT
+from codexmem.models.config import STORE_FORMAT
 from codexmem.store.atomic import atomic_write
 from codexmem.store.ids import scope_id, slugify
 from codexmem.store.layout import CONFIG_FILE
@@ -37,7 +37,7 @@ def init_store(
     shared: bool = False,
 ) -> dict[str, Any]:
     """Create a store at ``path``; returns the config written."""
-    from codexmem.memory.gitinfo import (
+    from codexmem.gitrepo import (
         discover_repository,
         name_from_remote,
         normalize_path,

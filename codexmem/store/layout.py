@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from codexmem.errors import CodexmemError
-from codexmem.models import Handoff, ImportAudit, Item, Note, Session
+from codexmem.models.records import Handoff, ImportAudit, Item, Note, Session
 from codexmem.store.ids import CHANNEL_ID_RE, is_record_id
 from codexmem.store.yamlio import YamlError, dump_yaml, join_front_matter, load_yaml, split_front_matter
 
@@ -59,7 +59,7 @@ MEMORY_KINDS = (SESSION, NOTE, HANDOFF, IMPORT)
 
 
 def _models() -> dict[str, type[BaseModel]]:
-    from codexmem.records.schema import ChannelSchema  # records depends on store, not the reverse
+    from codexmem.models.channel import ChannelSchema  # records depends on store, not the reverse
 
     return {
         "session": Session,

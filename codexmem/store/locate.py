@@ -18,7 +18,7 @@ def locate_store(explicit: str | None, cwd: Path | None = None) -> Path:
     env = os.environ.get(ENV_VAR)
     if env:
         return Path(os.path.abspath(env))
-    from codexmem.memory.gitinfo import find_git_root
+    from codexmem.gitrepo import find_git_root
 
     here = Path(os.path.abspath(cwd or Path.cwd()))
     root = find_git_root(here)

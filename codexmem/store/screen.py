@@ -64,7 +64,7 @@ def screen(data: dict[str, Any], mode: str) -> tuple[dict[str, Any], list[str]]:
     Returns the data to write and the field paths that were redacted. A refusal names every
     field where something was found and never echoes the secret itself.
     """
-    from codexmem.secrets import find_secrets, redact
+    from codexmem.credentials import find_secrets, redact
 
     found: list[tuple[str, list[str]]] = []
     for path, text in _strings(data, ""):
@@ -93,7 +93,7 @@ def credential_fields(data: dict[str, Any]) -> list[str]:
     The read side of :func:`screen`: a file that a hand or a pull request filled with a credential
     is refused when loaded, so no answer, page or site ever shows it.
     """
-    from codexmem.secrets import find_secrets
+    from codexmem.credentials import find_secrets
 
     return [path for path, text in _strings(data, "") if find_secrets(text)]
 

@@ -19,13 +19,14 @@ import stat
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from codexmem.errors import CodexmemError
-from codexmem.models import STORE_FORMAT, StoreConfig
+from codexmem.errors import CodexmemError, validation_fields
+from codexmem.models.config import STORE_FORMAT, StoreConfig
 from codexmem.store import events as ev
 from codexmem.store.atomic import (
     TMP_PREFIX,
@@ -36,7 +37,7 @@ from codexmem.store.atomic import (
     set_aside,
     write_temp,
 )
-from codexmem.store.ids import new_id
+from codexmem.store.ids import DEFAULT_IDS, IdMaker
 from codexmem.store.index import Index, validate_record
 from codexmem.store.layout import CHANNEL, Kind, Layout, parse, refuse_symlinks, serialize, symlink_below
 from codexmem.store.lock import LockTimeout, StoreLock
@@ -87,9 +88,8 @@ def load_config(layout: Layout) -> StoreConfig:
     try:
         return StoreConfig.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise CodexmemError("ERR_STORAGE_UNAVAILABLE", f"codexmem.yaml: {where}: {first['msg']}") from None
+        first = validation_fields(exc, root="(config)")[0]
+        raise CodexmemError("ERR_STORAGE_UNAVAILABLE", f"codexmem.yaml: {first['field']}: {first['message']}") from None
 
 
 @dataclass
@@ -180,7 +180,7 @@ class Transaction:
     ) -> None:
         raw = serialize(kind, data) if data is not None else b""
         event = ev.make_event(
-            event_id=new_id("evt"),
+            event_id=self.store.ids.new("evt", self.at),
             at=self.at,
             actor=self.actor,
             kind=kind.name,
@@ -207,16 +207,29 @@ def _validate_channel(data: dict[str, Any]) -> dict[str, Any]:
 class Store:
     """An opened store: its layout, config, lock, index and the one write path."""
 
-    def __init__(self, root: Path, *, read_only: bool | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        *,
+        read_only: bool | None = None,
+        ids: IdMaker | None = None,
+        writer: str | None = None,
+    ) -> None:
+        """``ids`` and ``writer`` fix what is otherwise random: the example store's builder passes both."""
         self.root = Path(os.path.abspath(root))
+        self.ids = ids or DEFAULT_IDS
         self.layout = Layout(self.root)
         self.config = load_config(self.layout)
         self.read_only = (not os.access(self.root, os.W_OK)) if read_only is None else read_only
         self._thread_lock = threading.RLock()
         self._lock = StoreLock(self.layout.lock, self._thread_lock)
         self._index: Index | None = None
-        self._writer_id: str | None = None
+        self._writer_id: str | None = writer
         self._spare_usable: bool | None = None
+
+    def new_id(self, prefix: str, at: datetime | str | None = None) -> str:
+        """A fresh record id whose time part is ``at`` (the write's time)."""
+        return self.ids.new(prefix, at)
 
     # ------------------------------------------------------------ reading
 

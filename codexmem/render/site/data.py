@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from codexmem.models import HANDOFF_STATUSES, NOTE_STATUSES, NOTE_TYPES
-from codexmem.records.schema import COLOR_RE, ChannelSchema
+from codexmem.models.channel import COLOR_RE, ChannelSchema
+from codexmem.models.records import HANDOFF_STATUSES, NOTE_STATUSES, NOTE_TYPES
 from codexmem.store.layout import CHANNEL, HANDOFF, IMPORT, ITEM, NOTE, SESSION
 from codexmem.store.store import Store
 from codexmem.timeutil import format_ts, parse_ts

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from codexmem.models import NOTE_TYPES
+from codexmem.models.records import NOTE_TYPES
 from codexmem.render.site.channel_pages import channel_list, channel_page, item_page
 from codexmem.render.site.data import Rec, SiteData, file_slug, handoff_rank, newest_first, note_order, url_of
 from codexmem.render.site.pieces import (

@@ -1,4 +1,4 @@
-"""Tests for codexmem.memory.gitinfo: discovery against real git repositories, remote normalization."""
+"""Tests for codexmem.gitrepo: discovery against real git repositories, remote normalization."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from codexmem.memory import gitinfo
-from codexmem.memory.gitinfo import (
+from codexmem import gitrepo
+from codexmem.gitrepo import (
     RepoInfo,
     discover_repository,
     find_git_root,
@@ -508,14 +508,14 @@ def test_missing_or_odd_head(tmp_path: Path) -> None:
 @settings(max_examples=300)
 @given(st.text(max_size=200))
 def test_config_parser_never_raises(text: str) -> None:
-    assert isinstance(gitinfo._remote_from_config_text(text), str)
+    assert isinstance(gitrepo._remote_from_config_text(text), str)
 
 
 def test_discovery_never_spawns_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     repo = make_repo(tmp_path / "proj", remote="https://h.example/o/r", commit=True)
 
     def forbidden(*args: object, **kwargs: object) -> None:
-        raise AssertionError("gitinfo must not spawn processes")
+        raise AssertionError("gitrepo must not spawn processes")
 
     monkeypatch.setattr(subprocess, "Popen", forbidden)
     monkeypatch.setattr(os, "system", forbidden)
@@ -527,10 +527,10 @@ def test_hostile_inputs_stay_linear() -> None:
     """Quadratic parsing here would stall every bootstrap; each case takes milliseconds when linear."""
     n = 100_000
     started = time.perf_counter()
-    assert gitinfo._remote_from_config_text("[remote" + " " * n + "x]\nurl = y\n") == ""
-    assert gitinfo._remote_from_config_text('[remote "o"]\nurl' + " " * n + "x\n") == ""
+    assert gitrepo._remote_from_config_text("[remote" + " " * n + "x]\nurl = y\n") == ""
+    assert gitrepo._remote_from_config_text('[remote "o"]\nurl' + " " * n + "x\n") == ""
     continued = '[remote "o"]\nurl = a\\\n' + "b\\\n" * n + "c\n"
-    assert gitinfo._remote_from_config_text(continued) == "a" + "b" * n + "c"
+    assert gitrepo._remote_from_config_text(continued) == "a" + "b" * n + "c"
     assert normalize_remote("https://h.example/r" + ".git" * n) == "h.example/r"
     assert normalize_remote("git@" * n) == normalize_remote("GIT@" * n)
     assert normalize_remote("a" + "." * n + "!:x").startswith("a")

@@ -16,7 +16,7 @@ from typing import Any, Final, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from codexmem.records.formula import BUILTIN_REFERENCES, Formula, FormulaError, parse
+from codexmem.models.formula import BUILTIN_REFERENCES, Formula, FormulaError, parse
 
 FieldType = Literal[
     "text",

@@ -14,7 +14,7 @@ import secrets_corpus as corpus
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codexmem.secrets import SecretFinding, find_secrets, redact, shannon_entropy
+from codexmem.credentials import SecretFinding, find_secrets, redact, shannon_entropy
 
 KINDS = {
     "aws_access_key",

@@ -1,0 +1,1 @@
+"""The data models: records, the store config, channel schemas and their formulas."""

@@ -1,0 +1,141 @@
+"""One pydantic model per record type, defined once.
+
+The same models validate hand-edited files (``extra="forbid"``: an unknown key is a finding, not
+silently dropped), fix the key order of serialization, and shape MCP answers. Field order here
+is the order in the files. Each set of allowed values is a ``Literal`` defined once; the tuples
+beside it are derived from it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, get_args
+
+from pydantic import Field
+
+from codexmem.models.base import (
+    ChannelId,
+    HandoffId,
+    ImportId,
+    ItemId,
+    NoteId,
+    ProjectId,
+    SessionId,
+    StrictModel,
+    SystemId,
+    Tag,
+    Timestamp,
+    WorkspaceId,
+)
+
+NoteType = Literal["decision", "bugfix", "discovery", "constraint", "preference", "todo"]
+NoteStatus = Literal["active", "resolved", "superseded"]
+NoteSource = Literal["codex_explicit", "watcher_import", "relay_import", "recovery_generated"]
+HandoffKind = Literal["final", "checkpoint", "recovery"]
+HandoffStatus = Literal["open", "completed", "abandoned"]
+HandoffSource = Literal["codex_explicit", "recovery_generated"]
+ImportSource = Literal["watcher_import", "relay_import"]
+SessionStatus = Literal["active", "paused", "ended", "recovered"]
+
+NOTE_TYPES: tuple[str, ...] = get_args(NoteType)
+NOTE_STATUSES: tuple[str, ...] = get_args(NoteStatus)
+NOTE_SOURCES: tuple[str, ...] = get_args(NoteSource)
+HANDOFF_KINDS: tuple[str, ...] = get_args(HandoffKind)
+HANDOFF_STATUSES: tuple[str, ...] = get_args(HandoffStatus)
+IMPORT_SOURCES: tuple[str, ...] = get_args(ImportSource)
+
+MAX_TITLE = 200
+MAX_CONTENT = 6000
+MAX_TAGS = 20
+MAX_PATHS = 50
+MAX_LIST_ITEMS = 50
+MAX_LIST_ITEM_CHARS = 500
+MAX_QUERY = 500
+MAX_TASK = 500
+MAX_SHORT = 300
+
+
+class ScopeRef(StrictModel):
+    """The three ids every record carries, so a shared store knows whose memory it is."""
+
+    system_id: SystemId
+    project_id: ProjectId
+    workspace_id: WorkspaceId
+
+
+class Session(StrictModel):
+    session_id: SessionId
+    version: int = Field(ge=1)
+    scope: ScopeRef
+    status: SessionStatus
+    task: str = ""
+    branch_name: str = ""
+    workspace_root: str = ""
+    started_at: Timestamp
+    ended_at: Timestamp | None = None
+    updated_at: Timestamp
+
+
+class Note(StrictModel):
+    note_id: NoteId
+    version: int = Field(ge=1)
+    scope: ScopeRef
+    session_id: SessionId
+    type: NoteType
+    title: str = Field(min_length=1, max_length=MAX_TITLE)
+    importance: int = Field(ge=1, le=5)
+    status: NoteStatus = "active"
+    source: NoteSource = "codex_explicit"
+    tags: list[Tag] = Field(default_factory=list, max_length=MAX_TAGS)
+    file_paths: list[str] = Field(default_factory=list, max_length=MAX_PATHS)
+    related_project_ids: list[str] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
+    superseded_by: NoteId | None = None
+    created_at: Timestamp
+    updated_at: Timestamp
+    content: str = Field(min_length=1, max_length=MAX_CONTENT)
+
+
+class Handoff(StrictModel):
+    handoff_id: HandoffId
+    version: int = Field(ge=1)
+    scope: ScopeRef
+    session_id: SessionId
+    kind: HandoffKind
+    task: str = Field(min_length=1, max_length=MAX_TASK)
+    status: HandoffStatus
+    source: HandoffSource = "codex_explicit"
+    next_steps: list[str] = Field(min_length=1, max_length=MAX_LIST_ITEMS)
+    completed: list[str] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
+    open_questions: list[str] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
+    risks: list[str] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
+    files_touched: list[str] = Field(default_factory=list, max_length=MAX_PATHS)
+    related_note_ids: list[NoteId] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
+    created_at: Timestamp
+    updated_at: Timestamp
+    summary: str = Field(min_length=1, max_length=MAX_CONTENT)
+
+
+class ImportAudit(StrictModel):
+    import_id: ImportId
+    version: int = Field(ge=1)
+    scope: ScopeRef
+    session_id: SessionId
+    source: ImportSource
+    external_id: str | None = None
+    payload_hash: str | None = None
+    durable_memory_id: str | None = None
+    suppressed: bool = False
+    suppression_reason: str | None = None
+    content_changed: bool = False
+    imported_at: Timestamp
+    updated_at: Timestamp
+
+
+class Item(StrictModel):
+    """One record of a channel; ``values`` are checked against the channel schema separately."""
+
+    item_id: ItemId
+    record_channel_id: ChannelId
+    version: int = Field(ge=1)
+    created_at: Timestamp
+    updated_at: Timestamp
+    values: dict[str, Any] = Field(default_factory=dict)

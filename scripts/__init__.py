@@ -1,0 +1,1 @@
+"""Maintenance scripts run as ``python -m scripts.<name>`` (the example store builders)."""
