@@ -11,7 +11,8 @@ from store_fixtures import git
 from codexmem.errors import CodexmemError, Warnings
 from codexmem.gitrepo import normalize_path
 from codexmem.memory.scope import Scope, resolve_scope
-from codexmem.store.init import init_store, system_identity
+from codexmem.store.ids import system_identity
+from codexmem.store.init import init_store
 from codexmem.store.store import Store
 
 DECLARED_CONFIG = """format: 1

@@ -43,13 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"codexmem.cli.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"codexmem.cli.{name}":
-                continue  # a command not built yet
-            raise
-        module.register(sub, common)
+        importlib.import_module(f"codexmem.cli.{name}").register(sub, common)
     return parser
 
 

@@ -27,9 +27,11 @@ from codexmem.models.records import (
     HandoffKind,
     HandoffStatus,
     ImportSource,
+    Intent,
     NoteSource,
     NoteStatus,
     NoteType,
+    RecordState,
     ScopeRef,
 )
 
@@ -43,8 +45,6 @@ Item = Annotated[str, Field(max_length=MAX_LIST_ITEM_CHARS)]
 RelPath = Annotated[str, Field(max_length=MAX_SHORT)]
 Items = Annotated[list[Item], Field(max_length=MAX_LIST_ITEMS)]
 Paths = Annotated[list[RelPath], Field(max_length=MAX_PATHS)]
-State = Literal["active", "resolved", "superseded", "open", "completed", "abandoned"]
-Intent = Literal["continuation", "decision", "bugfix", "discovery", "recent_activity", "general"]
 
 
 class ScopeInput(ToolInput):
@@ -205,7 +205,7 @@ class SearchInput(ToolInput):
     query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY, description="words; each matches as a prefix")]
     scope: Scope
     types: Annotated[list[NoteType], Field(max_length=6)] = Field(default_factory=list)
-    states: Annotated[list[State], Field(max_length=6, description="note and/or handoff states")] = Field(
+    states: Annotated[list[RecordState], Field(max_length=6, description="note and/or handoff states")] = Field(
         default_factory=list
     )
     min_importance: Annotated[int, Field(ge=1, le=5)] = 1
@@ -233,7 +233,7 @@ class GetNoteInput(ToolInput):
 class SetStatusInput(ToolInput):
     id: Annotated[str, Field(min_length=1, max_length=MAX_ID)]
     kind: Literal["note", "handoff"]
-    status: State
+    status: RecordState
     expected_version: Annotated[int, Field(ge=1, description="the version you last read")]
     superseded_by: Annotated[str, Field(max_length=MAX_ID, description="the note that replaces this one")] = ""
 

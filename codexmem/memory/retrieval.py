@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal, NamedTuple
 
-from codexmem.envelope import MAX_ANSWER_BYTES, fit, ok, shorten, size_of
+from codexmem.envelope import MAX_ANSWER_BYTES, fit, fits, shorten
 from codexmem.errors import CodexmemError, Warnings
 from codexmem.memory.handoffs import handoff_view
 from codexmem.memory.lifecycle import recover_idle_sessions
@@ -24,14 +24,13 @@ from codexmem.memory.related import related_sources
 from codexmem.memory.scope import resolve_scope
 from codexmem.memory.sessions import open_session, session_view
 from codexmem.memory.text import required_text, unique
-from codexmem.models.records import HANDOFF_STATUSES, NOTE_STATUSES, ScopeRef
+from codexmem.models.records import HANDOFF_STATUSES, NOTE_STATUSES, Intent, ScopeRef
 from codexmem.store.ids import check_record_id
 from codexmem.store.index import Index, TextQuery
 from codexmem.store.layout import HANDOFF, NOTE, Kind
 from codexmem.store.store import Store
 from codexmem.timeutil import parse_ts
 
-Intent = Literal["continuation", "decision", "bugfix", "discovery", "recent_activity", "general"]
 Groups = dict[str, list[dict[str, Any]]]
 
 HIGH_VALUE = 3
@@ -137,7 +136,7 @@ def bootstrap_session(
         }
 
     level = next(
-        (lv for lv in DETAIL_LEVELS if size_of(ok(build(lv, defaultdict(list)), warnings)) <= FIXED_PART_BUDGET),
+        (lv for lv in DETAIL_LEVELS if fits(build(lv, defaultdict(list)), warnings, budget=FIXED_PART_BUDGET)),
         DETAIL_LEVELS[-1],
     )
     items = [("notes", note_view(n, compact=True)) for n in notes]
@@ -361,7 +360,7 @@ def get_record(store: Store, warnings: Warnings, *, record_id: str, kind: Litera
         raise CodexmemError("ERR_RECORD_NOT_FOUND", f"{kind} {record_id} does not exist")
     view = note_view if kind == "note" else handoff_view
     data = {"record": view(record)}
-    if size_of(ok(data, warnings)) > MAX_ANSWER_BYTES:
+    if not fits(data, warnings):
         data = {"record": view(record, compact=True)}
     return data
 
@@ -515,7 +514,6 @@ def fit_lists(
         groups: Groups = defaultdict(list)
         for name, item in kept:
             groups[name].append(item)
-        return ok(build(groups), warnings)
+        return build(groups)
 
-    envelope, kept = fit(items, render)
-    return envelope["data"], kept
+    return fit(items, render, warnings)

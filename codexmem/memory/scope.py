@@ -17,8 +17,7 @@ from codexmem.errors import CodexmemError, Warnings, invalid_input
 from codexmem.gitrepo import RepoInfo, discover_repository, name_from_remote, normalize_path, normalize_remote
 from codexmem.models.config import ProjectDecl, StoreConfig
 from codexmem.models.records import ScopeRef
-from codexmem.store.ids import scope_id
-from codexmem.store.init import project_identity_key, system_identity
+from codexmem.store.ids import project_identity_key, scope_id, system_identity
 from codexmem.store.locate import STORE_DIRNAME
 from codexmem.store.store import Store
 

@@ -35,6 +35,10 @@ HandoffStatus = Literal["open", "completed", "abandoned"]
 HandoffSource = Literal["codex_explicit", "recovery_generated"]
 ImportSource = Literal["watcher_import", "relay_import"]
 SessionStatus = Literal["active", "paused", "ended", "recovered"]
+RecordState = Literal[NoteStatus, HandoffStatus]
+"""A note's or a handoff's status (memory_search and memory_set_status take either)."""
+Intent = Literal["continuation", "decision", "bugfix", "discovery", "recent_activity", "general"]
+"""What a search is for: its kind of result gets a bonus in the ranking."""
 
 NOTE_TYPES: tuple[str, ...] = get_args(NoteType)
 NOTE_STATUSES: tuple[str, ...] = get_args(NoteStatus)

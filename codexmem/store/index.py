@@ -43,6 +43,7 @@ from pydantic import ValidationError
 from ulid import ULID
 
 from codexmem.errors import validation_fields
+from codexmem.gitrepo import discover_repository
 from codexmem.store import events as ev
 from codexmem.store.atomic import TMP_PREFIX, read_bytes_nofollow
 from codexmem.store.layout import (
@@ -502,8 +503,6 @@ class Index:
 
     def _git_markers(self) -> list[Path]:
         if self._markers is None:
-            from codexmem.gitrepo import discover_repository
-
             info = discover_repository(self.layout.root)
             self._markers = [info.git_dir / "HEAD", info.git_dir / "index"] if info.git_dir else []
         return self._markers

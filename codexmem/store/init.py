@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from codexmem.errors import CodexmemError
+from codexmem.gitrepo import discover_repository, name_from_remote, normalize_path, normalize_remote
 from codexmem.models.config import STORE_FORMAT
 from codexmem.store.atomic import atomic_write
-from codexmem.store.ids import scope_id, slugify
+from codexmem.store.ids import project_identity_key, scope_id, system_identity
 from codexmem.store.layout import CONFIG_FILE
 from codexmem.store.yamlio import dump_yaml
 
@@ -18,14 +19,6 @@ STORE_GITATTRIBUTES = (
     "# Event shards are append-only: a union merge keeps both sides' lines.\nevents/**/*.jsonl merge=union\n"
 )
 SITE_IGNORE_LINE = "/_site/"
-
-
-def system_identity(name: str) -> str:
-    return scope_id("sys", name, "system:" + slugify(name, "-"))
-
-
-def project_identity_key(remote_normalized: str, root: str) -> str:
-    return f"remote:{remote_normalized}" if remote_normalized else f"root:{root}"
 
 
 def init_store(
@@ -37,13 +30,6 @@ def init_store(
     shared: bool = False,
 ) -> dict[str, Any]:
     """Create a store at ``path``; returns the config written."""
-    from codexmem.gitrepo import (
-        discover_repository,
-        name_from_remote,
-        normalize_path,
-        normalize_remote,
-    )
-
     path = Path(os.path.abspath(path))
     if (path / CONFIG_FILE).exists():
         raise CodexmemError("ERR_INVALID_STATE", f"a store already exists at {path}; init never overwrites one")

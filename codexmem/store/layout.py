@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from codexmem.errors import CodexmemError
+from codexmem.models.channel import ChannelSchema
 from codexmem.models.records import Handoff, ImportAudit, Item, Note, Session
 from codexmem.store.ids import CHANNEL_ID_RE, is_record_id
 from codexmem.store.yamlio import YamlError, dump_yaml, join_front_matter, load_yaml, split_front_matter
@@ -44,7 +45,7 @@ class Kind:
 
     @property
     def model(self) -> type[BaseModel]:
-        return _models()[self.name]
+        return MODELS[self.name]
 
 
 SESSION = Kind("session", "sess", "session_id", "sessions", ".yaml")
@@ -58,17 +59,14 @@ KINDS: dict[str, Kind] = {k.name: k for k in (SESSION, NOTE, HANDOFF, IMPORT, IT
 MEMORY_KINDS = (SESSION, NOTE, HANDOFF, IMPORT)
 
 
-def _models() -> dict[str, type[BaseModel]]:
-    from codexmem.models.channel import ChannelSchema  # records depends on store, not the reverse
-
-    return {
-        "session": Session,
-        "note": Note,
-        "handoff": Handoff,
-        "import": ImportAudit,
-        "item": Item,
-        "channel": ChannelSchema,
-    }
+MODELS: dict[str, type[BaseModel]] = {
+    "session": Session,
+    "note": Note,
+    "handoff": Handoff,
+    "import": ImportAudit,
+    "item": Item,
+    "channel": ChannelSchema,
+}
 
 
 class Layout:

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from codexmem.errors import CodexmemError
+from codexmem.gitrepo import find_git_root
 
 STORE_DIRNAME = ".codexmem"
 ENV_VAR = "CODEXMEM_STORE"
@@ -18,8 +19,6 @@ def locate_store(explicit: str | None, cwd: Path | None = None) -> Path:
     env = os.environ.get(ENV_VAR)
     if env:
         return Path(os.path.abspath(env))
-    from codexmem.gitrepo import find_git_root
-
     here = Path(os.path.abspath(cwd or Path.cwd()))
     root = find_git_root(here)
     if root is None:
