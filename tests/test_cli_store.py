@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from store_fixtures import GIT_ENV, PYTHON, make_repo, new_store, note_model, start_session, write_note
 
+from codexmem.check import check_store
 from codexmem.cli.main import main
-from codexmem.store.check import check_store
-from codexmem.store.layout import NOTE, serialize
+from codexmem.store.layout import NOTE
+from codexmem.store.recordfile import serialize
 from codexmem.store.yamlio import load_yaml
 
 

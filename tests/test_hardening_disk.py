@@ -34,8 +34,8 @@ from hardening_fixtures import (
 )
 from memory_fixtures import clock
 
+from codexmem.check import check_store
 from codexmem.mcp.state import ServerState
-from codexmem.store.check import check_store
 
 REFUSED = ("ERR_WRITE_FAILED", "ERR_STORAGE_UNAVAILABLE")
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs or a read-only bind needs root")

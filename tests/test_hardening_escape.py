@@ -39,9 +39,9 @@ from hypothesis import strategies as st
 from memory_fixtures import clock
 from test_hardening_fuzz import FUZZ_SETTINGS, Harness, seeded_call
 
+from codexmem.check import check_store
 from codexmem.cli.main import main as cli_main
 from codexmem.mcp.state import ServerState
-from codexmem.store.check import check_store
 from codexmem.store.store import Store
 
 FUZZ_EXAMPLES = 150

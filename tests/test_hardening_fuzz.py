@@ -39,9 +39,9 @@ from hypothesis import strategies as st
 from mcp import Client
 from memory_fixtures import clock
 
+from codexmem.check import check_store
 from codexmem.mcp.server import MAX_ARGUMENT_DEPTH
 from codexmem.mcp.state import ServerState
-from codexmem.store.check import check_store
 from codexmem.store.layout import ITEM
 from codexmem.store.store import Store
 

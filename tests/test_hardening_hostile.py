@@ -22,9 +22,9 @@ import secrets_corpus as corpus
 from hardening_fixtures import GHOST, NOW, RawServer, Seeded, check_envelope, in_process, report, seed_store
 from memory_fixtures import clock
 
+from codexmem.check import check_store
 from codexmem.cli.main import main as cli_main
 from codexmem.mcp.state import ServerState
-from codexmem.store.check import check_store
 from codexmem.store.layout import identify_relpath
 
 NOTE_FRONT = (

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from records_fixtures import ALL_TYPES, BUGS_SCHEMA, NOW, PERSON, bug_values, bugs_store, events_of, new_store
 
+from codexmem.check import check_store
 from codexmem.errors import CodexmemError
 from codexmem.records import service
-from codexmem.store.check import check_store
 from codexmem.store.layout import ITEM
 from codexmem.store.store import Store
 from codexmem.store.yamlio import load_yaml

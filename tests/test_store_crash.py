@@ -27,7 +27,7 @@ from store_fixtures import (
     write_note,
 )
 
-from codexmem.store.check import check_store
+from codexmem.check import check_store
 from codexmem.store.layout import IMPORT, NOTE, Kind
 from codexmem.store.store import Store
 

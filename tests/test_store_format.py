@@ -1,6 +1,6 @@
 """The file format: every record survives a round trip byte for byte, and hostile files are refused.
 
-Round trip: model -> ``layout.serialize`` -> ``layout.parse`` -> ``validate_record`` gives the same
+Round trip: model -> ``recordfile.serialize`` -> ``recordfile.parse`` -> ``validate_record`` gives the same
 data, and serializing that data again gives the same bytes. Texts deliberately include what breaks
 naive YAML and front matter: YAML 1.1 booleans, dates, sexagesimal and octal look-alikes, ``---``
 lines inside Markdown, trailing newlines, emoji and bidirectional marks.
@@ -36,8 +36,8 @@ from codexmem.models.records import (
     Session,
 )
 from codexmem.store.ids import check_record_id, new_id
-from codexmem.store.index import validate_record
-from codexmem.store.layout import CHANNEL, HANDOFF, IMPORT, ITEM, NOTE, SESSION, Kind, Layout, parse, serialize
+from codexmem.store.layout import CHANNEL, HANDOFF, IMPORT, ITEM, NOTE, SESSION, Kind, Layout
+from codexmem.store.recordfile import parse, serialize, validate_record
 from codexmem.store.yamlio import MAX_YAML_BYTES, YamlError, dump_yaml, load_yaml
 from codexmem.timeutil import format_ts
 

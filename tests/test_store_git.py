@@ -22,9 +22,9 @@ from store_fixtures import (
     write_note,
 )
 
+from codexmem.check import check_store
 from codexmem.cli.main import main
 from codexmem.models.records import ScopeRef, Session
-from codexmem.store.check import check_store
 from codexmem.store.ids import new_id
 from codexmem.store.layout import NOTE, SESSION
 from codexmem.store.store import Store

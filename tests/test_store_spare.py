@@ -17,8 +17,9 @@ from store_fixtures import (
     write_note,
 )
 
-from codexmem.store.check import check_store
-from codexmem.store.layout import HANDOFF, NOTE, serialize
+from codexmem.check import check_store
+from codexmem.store.layout import HANDOFF, NOTE
+from codexmem.store.recordfile import serialize
 from codexmem.store.store import Store
 
 

@@ -25,9 +25,10 @@ from store_fixtures import (
     write_note,
 )
 
+from codexmem.check import check_store
 from codexmem.errors import CodexmemError
-from codexmem.store.check import check_store
-from codexmem.store.layout import HANDOFF, IMPORT, NOTE, SESSION, serialize
+from codexmem.store.layout import HANDOFF, IMPORT, NOTE, SESSION
+from codexmem.store.recordfile import serialize
 from codexmem.store.store import Store
 
 

@@ -13,8 +13,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from codexmem.check import check_store
     from codexmem.cli.common import store_path
-    from codexmem.store.check import check_store
 
     root = store_path(args)
     result = check_store(root)

@@ -103,12 +103,12 @@ def read_lines(path: Path, start: int = 0) -> Iterator[ShardLine]:
         end = offset + len(raw)
         body = raw.strip()
         if body:
-            event, problem = _decode(body)
+            event, problem = decode(body)
             yield ShardLine(offset, end, event, problem)
         offset = end
 
 
-def _decode(body: bytes) -> tuple[dict[str, Any] | None, str | None]:
+def decode(body: bytes) -> tuple[dict[str, Any] | None, str | None]:
     if len(body) > MAX_EVENT_LINE:
         return None, f"event line longer than {MAX_EVENT_LINE} bytes"
     try:

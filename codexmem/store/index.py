@@ -39,10 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
 from ulid import ULID
 
-from codexmem.errors import validation_fields
 from codexmem.gitrepo import discover_repository
 from codexmem.store import events as ev
 from codexmem.store.atomic import TMP_PREFIX, read_bytes_nofollow
@@ -59,10 +57,9 @@ from codexmem.store.layout import (
     Kind,
     Layout,
     identify_relpath,
-    parse,
     symlink_below,
 )
-from codexmem.store.screen import credential_fields
+from codexmem.store.recordfile import read_record
 from codexmem.store.yamlio import MAX_YAML_BYTES
 from codexmem.timeutil import now_ts
 
@@ -770,13 +767,9 @@ class Index:
         else:
             kind, rid, channel = ident
             try:
-                raw = read_bytes_nofollow(self.layout.root / rel, MAX_YAML_BYTES)
-                data = validate_record(kind, parse(kind, raw, source=rel), rid, channel)
+                data, raw = read_record(self.layout.root / rel, rel, kind, rid, channel)
             except (OSError, ValueError) as exc:
                 problem = str(exc)
-            if data is not None and (secret := credential_fields(data)):  # typed in by hand: never served
-                problem = f"{', '.join(secret[:3])} holds what looks like a credential; remove it"
-                data = None
         if problem is not None or data is None or ident is None:
             self._remove_path(conn, rel, report, quiet=True)
             conn.execute(
@@ -1360,22 +1353,6 @@ class Index:
         return event, (json.loads(answer[0]) if answer else None)
 
 
-def validate_record(kind: Kind, data: dict[str, Any], rid: str, channel: str | None) -> dict[str, Any]:
-    """Validate parsed file data against its model and its file name; return the canonical dump."""
-    try:
-        model = kind.model.model_validate(data)
-    except ValidationError as exc:
-        problems = validation_fields(exc)
-        text = "; ".join(f"{p['field']}: {p['message']}" for p in problems[:5])
-        raise ValueError(text + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")) from None
-    dumped: dict[str, Any] = model.model_dump(mode="json")
-    if dumped.get(kind.id_field) != rid:
-        raise ValueError(f"{kind.id_field} {dumped.get(kind.id_field)!r} does not match the file name ({rid})")
-    if kind is ITEM and dumped.get("record_channel_id") != channel:
-        raise ValueError(f"record_channel_id {dumped.get('record_channel_id')!r} does not match its folder ({channel})")
-    return dumped
-
-
 def _check_col(col: str) -> None:
     if col not in QUERY_COLUMNS:
         raise ValueError(f"not a query column: {col}")
@@ -1385,4 +1362,4 @@ def _is_regular(st: os.stat_result) -> bool:
     return stat_mod.S_ISREG(st.st_mode)
 
 
-__all__ = ["KINDS", "BadFile", "Index", "ScanReport", "validate_record"]
+__all__ = ["KINDS", "BadFile", "Index", "ScanReport"]

@@ -38,9 +38,10 @@ from codexmem.store.atomic import (
     write_temp,
 )
 from codexmem.store.ids import DEFAULT_IDS, IdMaker
-from codexmem.store.index import Index, validate_record
-from codexmem.store.layout import CHANNEL, Kind, Layout, parse, refuse_symlinks, serialize, symlink_below
+from codexmem.store.index import Index
+from codexmem.store.layout import CHANNEL, Kind, Layout, refuse_symlinks, symlink_below
 from codexmem.store.lock import LockTimeout, StoreLock
+from codexmem.store.recordfile import serialize, usable_record, validate_record
 from codexmem.store.screen import screen
 from codexmem.store.yamlio import MAX_YAML_BYTES, YamlError, load_yaml
 from codexmem.timeutil import now_ts
@@ -262,7 +263,7 @@ class Store:
             if known is not None:
                 return known
         try:
-            return validate_record(kind, parse(kind, raw, source=rel), rid, channel)
+            return usable_record(raw, rel, kind, rid, channel)
         except ValueError as exc:
             raise CodexmemError("ERR_READ_FAILED", f"{rel}: {exc}") from None
 
