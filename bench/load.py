@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from codexmem.records import service
-from codexmem.store.check import check_store
+from codexmem.check import check_store
 from codexmem.store.init import init_store
 from codexmem.store.store import Store
 
