@@ -491,7 +491,7 @@ def _config() -> dict[str, Any]:
             decl["relations"] = [{"project": "proj_order_api", "relation_type": "depends_on"}]
         projects.append(decl)
     return {
-        "format": 1,
+        "format": 2,
         "system": {"id": SYSTEM_ID, "name": "order-platform"},
         "projects": projects,
         "privacy": {"secrets": "refuse"},

@@ -124,7 +124,7 @@ def generate(root: Path, *, notes: int, items: int) -> Store:
     rng = random.Random(SEED)
     root.mkdir(parents=True)
     config = {
-        "format": 1,
+        "format": 2,
         "system": {"id": "sys_checkout", "name": "checkout"},
         "projects": [{"id": p, "name": p[5:].replace("_", "-"), "system": "sys_checkout"} for p in PROJECTS],
         "site": {"title": "checkout memory"},

@@ -15,7 +15,6 @@ the measurements and the tests share one bug tracker.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import shutil
 import sys
@@ -28,7 +27,8 @@ from ulid import ULID
 
 SEED = 20260305
 ITEM_COUNT = 200
-WRITER = "example1"
+WRITER_FOLDER = "bug-triage-example1"
+"""The events folder of Writer("bug triage", "example1")."""
 START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 PEOPLE = ("aiko", "mika", "ren")
 REPO = Path(__file__).resolve().parent.parent
@@ -195,10 +195,15 @@ def _timeline(rng: random.Random, count: int) -> list[tuple[datetime, str, int, 
 def build(store_dir: Path, *, seed: int = SEED, count: int = ITEM_COUNT) -> None:
     """Write the ``bugs`` channel into the store at ``store_dir`` (which must have no such channel)."""
     from codexmem.records import service
+    from codexmem.store.identity import Writer
+    from codexmem.store.ids import IdMaker
     from codexmem.store.store import Store
 
     rng = random.Random(seed)
-    store = Store(store_dir, writer=WRITER)
+    ids_rng = random.Random(seed + 1)
+    store = Store(
+        store_dir, ids=IdMaker(randbytes=ids_rng.randbytes), writer=Writer("bug triage", "example1"), branch=None
+    )
     service.add_channel(store, "bugs", BUGS_SCHEMA, actor="cli:mika", now=START)
     ids: dict[int, str] = {}
     for at, action, n, values in _timeline(rng, count):
@@ -213,22 +218,6 @@ def build(store_dir: Path, *, seed: int = SEED, count: int = ITEM_COUNT) -> None
                 store, "bugs", ids[n], values, expected_version=None, idempotency_key=None, actor=f"cli:{owner}", now=at
             )
     store.index.close()
-    _fix_event_ids(store_dir / "events" / WRITER, random.Random(seed + 1))
-
-
-def _fix_event_ids(shard_dir: Path, rng: random.Random) -> None:
-    """Replace the freshly drawn event ids by ULIDs of each event's time and seeded randomness."""
-    from codexmem.store import events as ev
-    from codexmem.timeutil import parse_ts
-
-    for shard in sorted(shard_dir.glob("*.jsonl")):
-        lines = []
-        for line in shard.read_bytes().splitlines():
-            event = json.loads(line)
-            ms = int(parse_ts(event["at"]).timestamp() * 1000)
-            event["event_id"] = f"evt_{ULID.from_int((ms << 80) | rng.getrandbits(80))}"
-            lines.append(ev.encode(event))
-        shard.write_bytes(b"".join(lines))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -245,10 +234,10 @@ def main(argv: list[str] | None = None) -> int:
         work.mkdir()
         shutil.copy2(config, work / "codexmem.yaml")
         build(work)
-        for rel in ("channels/bugs", f"events/{WRITER}"):
+        for rel in ("channels/bugs", f"events/{WRITER_FOLDER}"):
             shutil.rmtree(target / rel, ignore_errors=True)
             shutil.copytree(work / rel, target / rel)
-    print(f"wrote {target / 'channels'} and {target / 'events' / WRITER}")
+    print(f"wrote {target / 'channels'} and {target / 'events' / WRITER_FOLDER}")
     return 0
 
 

@@ -26,6 +26,7 @@ from ulid import ULID
 from codexmem.models.config import StoreConfig
 from codexmem.models.records import Handoff, ImportAudit, Note, ScopeRef, Session
 from codexmem.store.atomic import atomic_write
+from codexmem.store.identity import Writer
 from codexmem.store.ids import IdMaker
 from codexmem.store.init import STORE_GITATTRIBUTES, STORE_GITIGNORE
 from codexmem.store.layout import CONFIG_FILE, HANDOFF, IMPORT, NOTE, SESSION, Kind
@@ -38,10 +39,10 @@ SEED = 20260313
 WRITER_ID = "example0"
 SYSTEM_ID = "sys_order_platform"
 # Owned by the record-channel example (writer ``example1``): never deleted here.
-KEEP = {"channels": None, "events": {"example1"}}
+KEEP = {"channels": None, "events": {"bug-triage-example1"}}
 
 CONFIG: dict[str, Any] = {
-    "format": 1,
+    "format": 2,
     "system": {"id": SYSTEM_ID, "name": "order-platform"},
     "projects": [
         {
@@ -142,7 +143,6 @@ class Builder:
             status="active",
             task=task,
             branch_name=branch,
-            workspace_root=ROOTS[project],
             started_at=at,
             updated_at=at,
         )
@@ -258,7 +258,9 @@ def build(out: Path) -> None:
     atomic_write(out / "README.md", README.encode("utf-8"))
     rng = random.Random(SEED)
     # A fixed shard name (not a random one kept in the ignored cache) and seeded event ids.
-    store = Store(out, ids=IdMaker(randbytes=rng.randbytes), writer=WRITER_ID)
+    store = Store(
+        out, ids=IdMaker(randbytes=rng.randbytes), writer=Writer("order-platform agents", WRITER_ID), branch=None
+    )
     builder = Builder(store, rng)
     try:
         write_history(builder)

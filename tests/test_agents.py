@@ -27,7 +27,7 @@ from codexmem.store.store import Store
 
 GOLDEN = Path(__file__).parent / "golden"
 CONFIG = """\
-format: 1
+format: 2
 system: {id: sys_order_platform, name: order-platform}
 projects:
   - id: proj_order_web

@@ -43,7 +43,7 @@ def test_init_in_a_work_tree_creates_the_store_at_the_git_root(
         out == f"created {store} for project {load_yaml((store / 'codexmem.yaml').read_text())['projects'][0]['id']}\n"
     )
     config = load_yaml((store / "codexmem.yaml").read_text())
-    assert config["format"] == 1
+    assert config["format"] == 2
     [project] = config["projects"]
     assert project["name"] == "order-web"
     assert project["id"].startswith("proj_order_web_")
@@ -52,7 +52,8 @@ def test_init_in_a_work_tree_creates_the_store_at_the_git_root(
     assert config["privacy"] == {"secrets": "refuse"}
     assert "/.cache/" in (store / ".gitignore").read_text().splitlines()
     assert "/.lock" in (store / ".gitignore").read_text().splitlines()
-    assert "events/**/*.jsonl merge=union" in (store / ".gitattributes").read_text()
+    attributes = (store / ".gitattributes").read_text().splitlines()
+    assert "notes/*.md merge=codexmem" in attributes and "events/** linguist-generated=true" in attributes
     assert (repo / ".gitignore").read_text() == "node_modules\n/_site/\n"
     assert check_store(store).findings == []
 
@@ -144,13 +145,13 @@ def test_check_passes_a_good_store_and_fails_a_broken_one(tmp_path: Path, capsys
 def test_a_newer_format_is_refused_with_a_clear_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store = new_store(tmp_path / "store")
     config = store.root / "codexmem.yaml"
-    config.write_text(config.read_text().replace("format: 1", "format: 2"))
+    config.write_text(config.read_text().replace("format: 2", "format: 3"))
     code, out, _ = run(capsys, "check", "--store", str(store.root))
     assert code == 1
-    assert "codexmem.yaml: error: this store has format 2, newer than this codexmem understands (1)" in out
+    assert "codexmem.yaml: error: this store has format 3, newer than this codexmem understands (2)" in out
     code, out, err = run(capsys, "reindex", "--store", str(store.root))
     assert code == 2 and out == ""
-    assert err.startswith("codexmem reindex: this store has format 2") and "upgrade codexmem" in err
+    assert err.startswith("codexmem reindex: this store has format 3") and "upgrade codexmem" in err
 
 
 # ------------------------------------------------------------------ reindex

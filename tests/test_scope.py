@@ -15,7 +15,7 @@ from codexmem.store.ids import system_identity
 from codexmem.store.init import init_store
 from codexmem.store.store import Store
 
-DECLARED_CONFIG = """format: 1
+DECLARED_CONFIG = """format: 2
 system: {id: sys_order_platform, name: order-platform}
 projects:
   - id: proj_order_web

@@ -84,7 +84,11 @@ def run_edit(args: argparse.Namespace) -> int:
         actor=cli_actor(),
         now=utcnow(),
     )
-    print(f"{args.item_id} is now at version {result.answer['item']['version']}")
+    version = result.answer["item"]["version"]
+    if result.unchanged:
+        print(f"nothing changed: those are the stored values; {args.item_id} stays at version {version}")
+    else:
+        print(f"{args.item_id} is now at version {version}")
     return 0
 
 

@@ -25,6 +25,10 @@ COMMAND_MODULES = (
     "site_cmd",
     "channels_cmd",
     "items_cmd",
+    "migrate_cmd",
+    "setup_cmd",
+    "resolve_cmd",
+    "merge_cmd",
 )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, WithJsonSchema
+from pydantic.json_schema import SkipJsonSchema
 
 from codexmem.errors import Warnings
 from codexmem.mcp.registry import ToolInput, ToolSpec
@@ -236,6 +237,10 @@ class SetStatusInput(ToolInput):
     status: RecordState
     expected_version: Annotated[int, Field(ge=1, description="the version you last read")]
     superseded_by: Annotated[str, Field(max_length=MAX_ID, description="the note that replaces this one")] = ""
+    reason: Annotated[Short, Field(description="why, for retracted: shown to reviewers and on the site")] = ""
+    session_id: SessionId | SkipJsonSchema[None] = Field(
+        default=None, description="your session, so the change says who made it"
+    )
 
 
 class EndSessionInput(ToolInput):
@@ -288,7 +293,6 @@ def _start_session(state: ServerState, args: StartSessionInput, warnings: Warnin
         scope=args.scope.ref(),
         task=args.task,
         branch_name=args.branch_name or args.scope.branch_name,
-        workspace_root=args.scope.workspace_root,
     )
 
 
@@ -426,6 +430,8 @@ def _set_status(state: ServerState, args: SetStatusInput, warnings: Warnings) ->
         status=args.status,
         expected_version=args.expected_version,
         superseded_by=args.superseded_by or None,
+        reason=args.reason,
+        session_id=args.session_id,
     )
 
 

@@ -16,12 +16,13 @@ from pydantic.json_schema import SkipJsonSchema
 
 from codexmem.errors import Warnings
 from codexmem.mcp.registry import ToolInput, ToolSpec
+from codexmem.models.base import SessionId
 
 if TYPE_CHECKING:
     from codexmem.mcp.state import ServerState
 
 ACTOR = "mcp"
-"""Who changed an item through these tools (events also name ``cli:<user>`` and ``git``)."""
+"""How an item was changed through these tools without a session (events also say who: the author)."""
 
 ChannelId = Annotated[
     str, Field(pattern=r"^[a-z][a-z0-9_-]{0,63}$", description="Channel id from list_record_channels, e.g. bugs")
@@ -55,6 +56,9 @@ class EditItemInput(ToolInput):
     expected_version: int = Field(ge=1, description="The item's version from your last read")
     idempotency_key: str = Field(
         min_length=1, max_length=200, description="A new unique string per intended edit; resend it on a retry"
+    )
+    session_id: SessionId | SkipJsonSchema[None] = Field(
+        default=None, description="Your session (from memory_bootstrap_session), so the change says who made it"
     )
 
 
@@ -105,6 +109,7 @@ def _edit_item(state: ServerState, args: EditItemInput, warnings: Warnings) -> d
         actor=ACTOR,
         now=state.now(),
         warnings=warnings,
+        session_id=args.session_id,
     )
 
 

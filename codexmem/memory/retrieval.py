@@ -36,6 +36,9 @@ Groups = dict[str, list[dict[str, Any]]]
 HIGH_VALUE = 3
 """Bootstrap, recent and related notes show importance 3 and up."""
 LIVE_NOTE_STATES = ["active", "resolved"]
+SERVED_NOTE_STATES = [s for s in NOTE_STATUSES if s != "retracted"]
+SERVED_HANDOFF_STATES = [s for s in HANDOFF_STATUSES if s != "retracted"]
+"""A retracted note or handoff is kept (references stay valid) but never served again."""
 BY_VALUE = (("importance", True), ("created_at", True), ("id", True))
 BY_TIME = (("created_at", True), ("id", True))
 MAX_QUERY_WORDS = 32
@@ -100,9 +103,7 @@ def bootstrap_session(
     """``memory_bootstrap_session``: resolve, start a session, recover idle ones, brief the new session."""
     scope = resolve_scope(store, warnings, cwd=cwd, branch_name=branch_name, repo_remote=repo_remote)
     ref = scope.ref()
-    session = open_session(
-        store, now, warnings, scope=ref, task=task, branch_name=scope.branch_name, workspace_root=scope.workspace_root
-    )
+    session = open_session(store, now, warnings, scope=ref, task=task, branch_name=scope.branch_name)
     recovered = recover_idle_sessions(store, now, warnings, workspace_id=ref.workspace_id, actor=session["session_id"])
     index = store.fresh_index()
     handoffs = workspace_first(index, HANDOFF, ref, limit=max_handoffs, order=BY_TIME, where={"status": "open"})
@@ -203,11 +204,13 @@ def search(
     handoff_filter: dict[str, Sequence[str]] = {"project_id": [scope.project_id]}
     if types:
         note_filter["type"] = list(types)
-    # A state family the caller did not mention stays unfiltered.
-    if note_states := [s for s in states if s in NOTE_STATUSES]:
-        note_filter["status"] = note_states
-    if handoff_states := [s for s in states if s in HANDOFF_STATUSES]:
-        handoff_filter["status"] = handoff_states
+    # A state family the caller did not mention is every state but retracted (never served).
+    note_filter["status"] = [s for s in states if s in SERVED_NOTE_STATES] or (
+        [] if any(s in NOTE_STATUSES for s in states) else SERVED_NOTE_STATES
+    )
+    handoff_filter["status"] = [s for s in states if s in SERVED_HANDOFF_STATES] or (
+        [] if any(s in HANDOFF_STATUSES for s in states) else SERVED_HANDOFF_STATES
+    )
     index = store.fresh_index()
     want = max(limit * 5, 50)
 
@@ -327,7 +330,13 @@ def get_recent(
 ) -> dict[str, Any]:
     """``memory_get_recent``: latest handoffs (any status) and high-value notes, workspace first."""
     index = store.fresh_index()
-    handoffs = workspace_first(index, HANDOFF, scope, limit=limit + 1, order=BY_TIME) if include_handoffs else []
+    handoffs = (
+        workspace_first(
+            index, HANDOFF, scope, limit=limit + 1, order=BY_TIME, where_in={"status": SERVED_HANDOFF_STATES}
+        )
+        if include_handoffs
+        else []
+    )
     notes = high_value_notes(index, scope, limit=limit + 1) if include_notes else []
     related = related_notes(store, scope, warnings, limit=limit) if include_related_projects else []
     more = len(handoffs) > limit or len(notes) > limit

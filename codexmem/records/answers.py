@@ -71,6 +71,7 @@ def edit(
     actor: str,
     now: datetime,
     warnings: Warnings,
+    session_id: str | None = None,
 ) -> dict[str, Any]:
     """``edit_record_item``: the edited item; a rejection's current item and field list fit too."""
     try:
@@ -83,6 +84,7 @@ def edit(
             idempotency_key=idempotency_key,
             actor=actor,
             now=now,
+            session_id=session_id,
         )
     except CodexmemError as exc:
         if exc.code == "ERR_VERSION_CONFLICT" and "item" in exc.extra:
@@ -93,6 +95,8 @@ def edit(
         raise
     if result.redacted:
         warnings.add("WARN_SECRET_REDACTED", f"credentials were redacted in {', '.join(result.redacted)}")
+    if result.unchanged:
+        warnings.add("WARN_NO_CHANGE", "the values sent are the stored ones: nothing was written, the version stays")
     data = dict(result.answer)
     if result.replayed:
         data["replayed"] = True

@@ -9,6 +9,7 @@ codexmem/check.py.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -19,8 +20,11 @@ from codexmem.errors import CodexmemError
 from codexmem.models.config import StoreConfig
 from codexmem.store import events as ev
 from codexmem.store.atomic import TMP_PREFIX
-from codexmem.store.layout import CONFIG_FILE, Kind, Layout, identify_relpath
+from codexmem.store.history import Expected, FieldState, expected_state, record_fields, value_key
+from codexmem.store.index.schema import record_relpath
+from codexmem.store.layout import CONFIG_FILE, KINDS, Kind, Layout, identify_relpath
 from codexmem.store.recordfile import read_record
+from codexmem.store.screen import credential_findings
 from codexmem.store.store import JOURNAL_DIR, load_config
 
 ALLOWED_TOP = {CONFIG_FILE, ".gitignore", ".gitattributes", ".cache", ".lock", JOURNAL_DIR, "README.md"}
@@ -49,6 +53,8 @@ class StoreScan:
     records: dict[tuple[str, str], tuple[str, dict[str, Any]]] = field(default_factory=dict)
     """(kind name, id) -> (path in the store, validated data)."""
     counts: dict[str, int] = field(default_factory=dict)
+    events: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
+    """(kind, id) -> the record's events, as the event files on disk hold them."""
 
     def error(self, path: str, message: str) -> None:
         self.findings.append(Finding(path, "error", message))
@@ -74,9 +80,23 @@ def scan_store(root: Path) -> StoreScan:
     except CodexmemError as exc:
         scan.error(CONFIG_FILE, exc.message)
         return scan
+    _check_config_paths(scan, scan.config)
     _walk(scan)
     _check_events(scan)
     return scan
+
+
+def _check_config_paths(scan: StoreScan, config: StoreConfig) -> None:
+    """No committed file holds an absolute path of a writer's machine."""
+    for project in config.projects:
+        paths = [*project.roots, *(r.store for r in project.relations if r.store)]
+        for path in paths:
+            if os.path.isabs(path) or (len(path) > 2 and path[1] == ":"):
+                scan.error(
+                    CONFIG_FILE,
+                    f"{project.id}: {path} is an absolute path of one machine: write it relative to the store's "
+                    "folder (roots) or to the folder that holds the store (related stores); `codexmem migrate` does",
+                )
 
 
 # ------------------------------------------------------------------ files
@@ -138,7 +158,7 @@ def _check_file(scan: StoreScan, rel: str, path: Path) -> None:
 def _check_events(scan: StoreScan) -> None:
     events_dir = scan.root / "events"
     seen_ids: dict[str, str] = {}
-    versions: set[tuple[str, str, int]] = set()
+    by_record: dict[tuple[str, str], list[dict[str, Any]]] = {}
     if events_dir.is_dir():
         for entry in sorted(os.scandir(events_dir), key=lambda e: e.name):
             if not entry.is_dir(follow_symlinks=False):
@@ -147,17 +167,22 @@ def _check_events(scan: StoreScan) -> None:
             for sub in sorted(os.scandir(entry.path), key=lambda e: e.name):
                 rel = f"{entry.name}/{sub.name}"
                 if not ev.is_shard_relpath(rel) or not sub.is_file(follow_symlinks=False):
-                    scan.error(f"events/{rel}", "stray file: shards are <writer>/<YYYY-MM>.jsonl")
+                    message = "stray file: event files are <writer>/<YYYY-MM>.<branch>.jsonl"
+                    scan.error(f"events/{rel}", message)
                     continue
-                _check_shard(scan, rel, Path(sub.path), seen_ids, versions)
-    for (kind_name, rid), (rel, data) in sorted(scan.records.items(), key=lambda kv: kv[1][0]):
-        if (kind_name, rid, int(data["version"])) not in versions:
-            scan.warn(rel, f"version {data['version']} has no event (a hand edit, or a write cut short)")
+                _check_shard(scan, rel, Path(sub.path), seen_ids, by_record)
+    scan.events = by_record
+    for key in sorted(set(scan.records) | set(by_record)):
+        _check_history(scan, key, by_record.get(key, []))
     scan.counts["event"] = len(seen_ids)
 
 
 def _check_shard(
-    scan: StoreScan, rel: str, path: Path, seen: dict[str, str], versions: set[tuple[str, str, int]]
+    scan: StoreScan,
+    rel: str,
+    path: Path,
+    seen: dict[str, str],
+    by_record: dict[tuple[str, str], list[dict[str, Any]]],
 ) -> None:
     with open(path, "rb") as fh:
         data = fh.read()
@@ -177,7 +202,129 @@ def _check_shard(
             scan.warn(where, f"event {event['event_id']} repeated (also {seen[event['event_id']]})")
             continue
         seen[event["event_id"]] = where
-        versions.add((event["kind"], event["id"], int(event["version"])))
+        for name, kinds in credential_findings(event.get("set") or {}):
+            scan.error(where, f"set.{name} holds what looks like a credential ({', '.join(kinds)}); remove it")
+        by_record.setdefault((event["kind"], event["id"]), []).append(event)
+
+
+# ------------------------------------------------------------------ history
+
+
+def _check_history(scan: StoreScan, key: tuple[str, str], events: list[dict[str, Any]]) -> None:
+    """Whether a record's file holds what its events say (every branch's last change of every field)."""
+    kind_name, rid = key
+    kind = KINDS.get(kind_name)
+    if kind is None:
+        return
+    found = scan.records.get(key)
+    expected = expected_state(events)
+    if found is None:
+        if expected is not None and not expected.deleted and not _unreadable(scan, kind, rid, events):
+            last = max(expected.heads, key=lambda e: e["at"])
+            scan.warn(
+                _record_path(kind, rid, events),
+                f"its events say the {kind_name} exists (last changed by {_who(last)} on {last['at'][:10]}, "
+                f"{last['event_id']}) but its file is gone: a `git revert` (or `git rm`) is the likely cause; "
+                "restore the file, or run `codexmem resolve` to record the deletion",
+            )
+        return
+    rel, data = found
+    if expected is None:
+        if events:
+            scan.warn(rel, f"version {data['version']} has no event of format 2 (`codexmem migrate` records one)")
+        else:
+            scan.error(rel, f"no event records this {kind_name} (added by hand?): run `codexmem resolve` to record it")
+        return
+    if expected.deleted:
+        last = max(expected.heads, key=lambda e: e["at"])
+        scan.error(
+            rel,
+            f"was deleted by {_who(last)} ({last['event_id']}) but its file is here: delete it, or run "
+            "`codexmem resolve` to record it as restored",
+        )
+        return
+    for problem in history_problems(kind, data, expected):
+        scan.error(rel, problem)
+
+
+def history_problems(kind: Kind, data: dict[str, Any], expected: Expected) -> list[str]:
+    """How a record's file disagrees with its history, each naming the field, the event, its author
+    and the fix; [] when the file holds exactly what the history says."""
+    fields = record_fields(kind, data)
+    version = int(data["version"])
+    differ: list[tuple[str, Any, FieldState]] = []
+    problems: list[str] = []
+    for name, state in sorted(expected.fields.items()):
+        held = fields.get(name)
+        if state.conflict:
+            sides = "; ".join(f"{_show(e['set'][name])} by {_who(e)} ({e['event_id']})" for e in state.setters)
+            problems.append(
+                f"{name} was changed on two branches ({sides}) and no resolution is recorded: keep the value "
+                "you want in the file, then run `codexmem resolve`"
+            )
+            continue
+        if value_key(held) != value_key(state.value):
+            differ.append((name, held, state))
+    unrecorded = sorted(k for k, v in fields.items() if k not in expected.fields and v not in (None, [], ""))
+    if version < expected.version and (differ or not problems):
+        newer = ", ".join(name for name, _, _ in differ) or "no field"
+        authors = sorted({_who(h) for h in expected.heads})
+        problems.append(
+            f"rolled back: the file is at version {version} but its history reaches version {expected.version} "
+            f"(by {', '.join(authors)}), and holds older values of {newer}: a reset to an older commit? Restore "
+            "the newer values, or run `codexmem resolve` to record the rollback"
+        )
+        return problems
+    for name, held, state in differ:
+        setter = state.setters[0]
+        if _older_value(name, held, setter, expected):
+            problems.append(
+                f"lost edit: {name} was set to {_show(state.value)} by {_who(setter)} ({setter['at'][:10]}, "
+                f"{setter['event_id']}) but the file holds the older {_show(held)} (a merge that kept one side's "
+                "file?): put the value back, or run `codexmem resolve` to record dropping it"
+            )
+        else:
+            problems.append(
+                f"{name} is {_show(held)} but {_show(state.value)} since {_who(setter)}'s change "
+                f"({setter['event_id']}), and no event records the change: run `codexmem resolve` to record it"
+            )
+    for name in unrecorded:
+        problems.append(f"{name} is set in the file but no event records it: run `codexmem resolve` to record it")
+    if version != expected.version and not problems:
+        problems.append(
+            f"version {version} but its history reaches version {expected.version}: the version line was edited "
+            "by hand or kept from one side of a merge; run `codexmem resolve`, which sets it"
+        )
+    return problems
+
+
+def _older_value(name: str, held: Any, setter: dict[str, Any], expected: Expected) -> bool:
+    """Whether ``held`` is a value ``name`` had before ``setter`` changed it (an edit was dropped)."""
+    return any(
+        value_key((e.get("set") or {}).get(name)) == value_key(held)
+        for e in expected.events
+        if name in (e.get("set") or {}) and e["event_id"] != setter["event_id"]
+    )
+
+
+def _who(event: dict[str, Any]) -> str:
+    return str(event.get("author") or event.get("actor") or "someone")
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:59] + '…"'
+
+
+def _record_path(kind: Kind, rid: str, events: list[dict[str, Any]]) -> str:
+    channel = next((e.get("record_channel_id") for e in events if e.get("record_channel_id")), None)
+    return record_relpath(kind, rid, channel)
+
+
+def _unreadable(scan: StoreScan, kind: Kind, rid: str, events: list[dict[str, Any]]) -> bool:
+    """The file is there but could not be read (already an error of its own)."""
+    rel = _record_path(kind, rid, events)
+    return any(f.path == rel and f.level == "error" for f in scan.findings)
 
 
 __all__ = ["Finding", "StoreScan", "scan_store"]

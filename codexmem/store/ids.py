@@ -118,6 +118,14 @@ def ulid_time_ms(record_id: str) -> int:
     return int(ULID.from_str(record_id.split("_", 1)[1]).milliseconds)
 
 
+def ulid_time(record_id: str) -> datetime | None:
+    """The moment a record id encodes (to the millisecond); None past what a datetime holds (year 9999)."""
+    try:
+        return _EPOCH + timedelta(milliseconds=ulid_time_ms(record_id))
+    except OverflowError:
+        return None
+
+
 def system_identity(name: str) -> str:
     """The id of a system named ``name``: the same in every store that names it alike."""
     return scope_id("sys", name, "system:" + slugify(name, "-"))

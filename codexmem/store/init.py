@@ -10,14 +10,13 @@ from codexmem.errors import CodexmemError
 from codexmem.gitrepo import discover_repository, name_from_remote, normalize_path, normalize_remote
 from codexmem.models.config import STORE_FORMAT
 from codexmem.store.atomic import atomic_write
+from codexmem.store.gitsetup import STORE_ATTRIBUTES, register_driver
 from codexmem.store.ids import project_identity_key, scope_id, system_identity
 from codexmem.store.layout import CONFIG_FILE
 from codexmem.store.yamlio import dump_yaml
 
 STORE_GITIGNORE = "# codexmem: local state, never committed\n/.cache/\n/.lock\n/.journal/\n"
-STORE_GITATTRIBUTES = (
-    "# Event shards are append-only: a union merge keeps both sides' lines.\nevents/**/*.jsonl merge=union\n"
-)
+STORE_GITATTRIBUTES = "".join(line + "\n" for line in STORE_ATTRIBUTES)
 SITE_IGNORE_LINE = "/_site/"
 
 
@@ -66,6 +65,7 @@ def init_store(
     atomic_write(path / CONFIG_FILE, dump_yaml(config).encode("utf-8"))
     if repo.has_git:
         _ignore_site(repo.root)
+        register_driver(path)
     return config
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from pathlib import Path
 from codexmem.gitrepo import discover_repository
 from codexmem.store import events as ev
 from codexmem.store.atomic import TMP_PREFIX, read_bytes_nofollow
+from codexmem.store.identity import WRITER_RE
 from codexmem.store.index.base import mtime_of, racy
 from codexmem.store.index.ingest import Ingestion, ScanReport, is_regular
 from codexmem.store.index.schema import content_hash
@@ -48,12 +48,6 @@ about 1/SCAN_BUCKETS of a folder's files per differing bucket, eight buckets at 
 
 def _file_key(rel: str, st: os.stat_result) -> tuple[str, int, int, int]:
     return (rel, st.st_ino, st.st_mtime_ns, st.st_size)
-
-
-_WRITER_RE = re.compile(r"^[a-z0-9]{8,32}$")
-
-
-_SHARD_NAME_RE = re.compile(r"^\d{4}-\d{2}\.jsonl$")
 
 
 @dataclass(frozen=True)
@@ -85,7 +79,7 @@ class Freshness(Ingestion):
                 if want == "dir":
                     keep = entry.is_dir(follow_symlinks=False)
                 else:
-                    keep = entry.is_file(follow_symlinks=False) and bool(_SHARD_NAME_RE.match(entry.name))
+                    keep = entry.is_file(follow_symlinks=False) and bool(ev.SHARD_NAME_RE.match(entry.name))
                 if keep:
                     names.append(entry.name)
         names.sort()
@@ -111,9 +105,10 @@ class Freshness(Ingestion):
 
     def current_state(self) -> dict[str, int]:
         """Cheap to read, and as cheap for a year of history as for a day: record-folder mtimes,
-        the events folder's and each writer folder's mtime, the size of each writer's newest shard
-        (codexmem appends to the current month's shard only; older ones change by a pull, which
-        moves the git markers, or by hand, which the full scan catches), the git markers' mtimes.
+        the events folder's and each writer folder's mtime, the size of each of a writer's shards of
+        its newest month (codexmem appends to the current month's shard of the branch checked out
+        only; older ones change by a pull, which moves the git markers, or by hand, which the full
+        scan catches), the git markers' mtimes.
         """
         state: dict[str, int] = {}
         root = str(self.layout.root)
@@ -122,14 +117,15 @@ class Freshness(Ingestion):
         events = str(self.layout.events)
         state["e:"] = events_mtime = mtime_of(events)
         for writer in self._listing(events, events_mtime, want="dir"):
-            if not _WRITER_RE.match(writer):
+            if not WRITER_RE.match(writer):
                 continue
             folder = f"{events}/{writer}"
             state["w:" + writer] = folder_mtime = mtime_of(folder)
             shards = self._listing(folder, folder_mtime, want="shard")
-            if shards:
+            newest = shards[-1][:7] if shards else ""
+            for shard in (s for s in shards if s.startswith(newest)):
                 with contextlib.suppress(FileNotFoundError):
-                    state[f"s:{writer}/{shards[-1]}"] = os.stat(f"{folder}/{shards[-1]}").st_size
+                    state[f"s:{writer}/{shard}"] = os.stat(f"{folder}/{shard}").st_size
         for marker in self._git_markers():
             state["g:" + marker.name] = mtime_of(str(marker))
         return state
@@ -183,7 +179,6 @@ class Freshness(Ingestion):
                         touched += self._reconcile(conn, self._changed_paths(conn, rel, stat=True), report)
                 if recheck:
                     touched += self._recheck(conn, report)
-                self._synthesize_events(conn, report, touched)
                 conn.execute("DELETE FROM watch")
                 conn.executemany("INSERT INTO watch(key, value) VALUES (?, ?)", sorted(current.items()))
             return report

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import sqlite3
@@ -12,14 +11,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ulid import ULID
-
 from codexmem.store import events as ev
 from codexmem.store.index.base import IndexConnection, mtime_of, racy
 from codexmem.store.index.schema import FTS_TABLES, RECORD_COLUMNS, columns_of, content_hash, fts_texts, record_relpath
-from codexmem.store.layout import Kind, identify_relpath, symlink_below
+from codexmem.store.layout import CHANNEL, Kind, identify_relpath, symlink_below
 from codexmem.store.recordfile import read_record
-from codexmem.timeutil import now_ts
 
 
 @dataclass
@@ -33,7 +29,6 @@ class ScanReport:
     parsed: int = 0
     removed: int = 0
     events_ingested: int = 0
-    events_synthesized: int = 0
     bad: list[BadFile] = field(default_factory=list)
 
 
@@ -65,24 +60,12 @@ class Ingestion(IndexConnection):
                     self._remove_path(conn, rel, report)
                 if bad is not None:
                     conn.execute("DELETE FROM bad_files WHERE path=?", (rel,))
-                    self._broken_file_gone(conn, rel, report)
                 continue
             if (row or bad) == (st.st_ino, st.st_mtime_ns, st.st_size):
                 continue
             self._load_file(conn, rel, st, report)
             touched.append(rel)
         return touched
-
-    def _broken_file_gone(self, conn: sqlite3.Connection, rel: str, report: ScanReport) -> None:
-        """A record's file that was unreadable is now gone: it is deleted for pollers too."""
-        ident = identify_relpath(rel)
-        last = self._latest_event(conn, ident[0].name, ident[1]) if ident is not None else None
-        if ident is None or last is None or last[0] == "deleted":
-            return
-        kind, rid, channel = ident
-        version = conn.execute("SELECT version FROM events WHERE event_id=?", (last[1],)).fetchone()[0]
-        self._synthesize(conn, kind.name, rid, channel, "deleted", version, [], f"{rel}:deleted:{version}:{last[1]}")
-        report.events_synthesized += 1
 
     def _load_file(self, conn: sqlite3.Connection, rel: str, st: os.stat_result, report: ScanReport) -> None:
         ident = identify_relpath(rel)
@@ -100,7 +83,7 @@ class Ingestion(IndexConnection):
             except (OSError, ValueError) as exc:
                 problem = str(exc)
         if problem is not None or data is None or ident is None:
-            self._remove_path(conn, rel, report, quiet=True)
+            self._remove_path(conn, rel, report)
             conn.execute(
                 "INSERT OR REPLACE INTO bad_files(path, dir, inode, mtime_ns, size, problem) VALUES (?,?,?,?,?,?)",
                 (rel, rel.rsplit("/", 1)[0], st.st_ino, st.st_mtime_ns, st.st_size, problem or "unreadable"),
@@ -125,6 +108,11 @@ class Ingestion(IndexConnection):
         st: os.stat_result,
         digest: str,
     ) -> None:
+        latest = conn.execute(
+            "SELECT MAX(at) FROM heads WHERE kind=? AND id=? AND deleted=0", (kind.name, rid)
+        ).fetchone()[0]
+        if kind is not CHANNEL:  # a channel's schema has no time of its own
+            data = {**data, "updated_at": latest or columns_of(kind, data)["created_at"]}
         cols = columns_of(kind, data)
         values = (
             kind.name,
@@ -185,7 +173,7 @@ class Ingestion(IndexConnection):
         if racy(st.st_mtime_ns):
             conn.execute("INSERT OR IGNORE INTO recheck(path) VALUES (?)", (rel,))
 
-    def _remove_path(self, conn: sqlite3.Connection, rel: str, report: ScanReport, *, quiet: bool = False) -> None:
+    def _remove_path(self, conn: sqlite3.Connection, rel: str, report: ScanReport) -> None:
         row = conn.execute("SELECT rowid, kind, id, channel, version FROM records WHERE path=?", (rel,)).fetchone()
         if row is None:
             return
@@ -194,35 +182,20 @@ class Ingestion(IndexConnection):
         conn.execute("DELETE FROM records WHERE rowid=?", (row[0],))
         conn.execute("DELETE FROM recheck WHERE path=?", (rel,))
         report.removed += 1
-        if quiet:
-            return
-        kind, rid, channel, version = row[1], row[2], row[3], row[4]
-        last = self._latest_event(conn, kind, rid)
-        if last is None or last[0] != "deleted":
-            # Seeded by the event it follows: a record that comes back (a checkout) and goes
-            # again gets a deletion each time, and two processes noticing one removal agree.
-            after = f":{last[1]}" if last is not None else ""
-            self._synthesize(conn, kind, rid, channel, "deleted", version, [], f"{rel}:deleted:{version}{after}")
-            report.events_synthesized += 1
-
-    def _latest_event(self, conn: sqlite3.Connection, kind: str, rid: str) -> tuple[str, str] | None:
-        """(type, event_id) of a record's latest event, or None."""
-        row = conn.execute(
-            "SELECT type, event_id FROM events WHERE kind=? AND id=? ORDER BY seq DESC LIMIT 1", (kind, rid)
-        ).fetchone()
-        return (row[0], row[1]) if row is not None else None
 
     def _ingest_shards(self, conn: sqlite3.Connection, report: ScanReport, *, git_moved: bool = False) -> None:
         """Read the shards' new lines. A shard whose (size, mtime) did not move is not opened.
 
         After a checkout, merge or pull (``git_moved``) a shard git rewrote (its mtime moved) is
         read whole: another branch's version may share only its start with the one read so far,
-        so the offset means nothing then; events are deduplicated by id. Shards git did not
-        touch (every past month) are skipped, so this costs what changed, not the history.
+        so the offset means nothing then; events are deduplicated by id, and those no longer in
+        it are marked absent (still delivered to pollers: nothing is retracted). Shards git did
+        not touch (every past month) are skipped, so this costs what changed, not the history.
         """
         rows = conn.execute("SELECT path, size, consumed, mtime_ns FROM shards")
         known = {row[0]: (row[1], row[2], row[3]) for row in rows}
         listed = ev.list_shards(self.layout.events)
+        touched: set[tuple[str, str]] = set()
         for rel, path in listed:
             try:
                 st = os.stat(path)
@@ -234,94 +207,130 @@ class Ingestion(IndexConnection):
             start = consumed
             if (git_moved and st.st_mtime_ns != mtime) or st.st_size < start:
                 start = 0  # rewritten (a checkout of another branch): read it again, dedupe by id
+                touched |= self._set_absent(conn, rel)
             end = start
             for line in ev.read_lines(path, start):
                 end = line.end
-                if line.event is not None and self.insert_event(conn, line.event):
-                    report.events_ingested += 1
+                if line.event is not None:
+                    touched.add((line.event["kind"], line.event["id"]))
+                    if self.insert_event(conn, line.event, shard=rel, heads=False):
+                        report.events_ingested += 1
             conn.execute(
                 "INSERT OR REPLACE INTO shards(path, size, consumed, mtime_ns) VALUES (?,?,?,?)",
                 (rel, st.st_size, end, st.st_mtime_ns),
             )
         gone = set(known) - {rel for rel, _ in listed}
+        for rel in sorted(gone):
+            touched |= self._set_absent(conn, rel)
         conn.executemany("DELETE FROM shards WHERE path=?", [(rel,) for rel in sorted(gone)])
+        for kind, rid in sorted(touched):
+            self._recompute_heads(conn, kind, rid)
 
-    def insert_event(self, conn: sqlite3.Connection, event: dict[str, Any], *, synthesized: bool = False) -> bool:
-        """Add one event unless its ``event_id`` is known; True when it was new."""
+    def _set_absent(self, conn: sqlite3.Connection, shard: str) -> set[tuple[str, str]]:
+        """The events of a shard that went away (or is read again) are absent until seen; their records."""
+        records = {
+            (r[0], r[1]) for r in conn.execute("SELECT kind, id FROM events WHERE shard=? AND present=1", (shard,))
+        }
+        conn.execute("UPDATE events SET present=0 WHERE shard=? AND present=1", (shard,))
+        return records
+
+    def insert_event(
+        self, conn: sqlite3.Connection, event: dict[str, Any], *, shard: str | None = None, heads: bool = True
+    ) -> bool:
+        """Add one event unless its ``event_id`` is known (then it is present again); True when it was new.
+
+        ``heads`` moves the record's heads past it at once (an event read in order, or our own);
+        a caller reading many lines passes False and recomputes the heads of what it touched.
+        """
+        parents = event.get("parents")
         cur = conn.execute(
-            "INSERT OR IGNORE INTO events(event_id, at, actor, kind, id, channel, type, version, changed,"
-            " idempotency_key, fingerprint, synthesized) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            "INSERT OR IGNORE INTO events(event_id, at, actor, author, kind, id, channel, type, version, changed,"
+            " parents, idempotency_key, fingerprint, shard) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 event["event_id"],
                 event["at"],
                 event["actor"],
+                event.get("author"),
                 event["kind"],
                 event["id"],
                 event.get("record_channel_id"),
                 event["type"],
                 event["version"],
                 json.dumps(event.get("changed", [])),
+                json.dumps(parents) if parents is not None else None,
                 event.get("idempotency_key"),
                 event.get("fingerprint"),
-                int(synthesized),
+                shard,
             ),
         )
-        if cur.rowcount == 0 and event.get("idempotency_key"):
-            return False
-        return cur.rowcount > 0
+        new = cur.rowcount > 0
+        if not new:
+            conn.execute("UPDATE events SET present=1, shard=? WHERE event_id=?", (shard, event["event_id"]))
+        elif parents:
+            conn.executemany(
+                "INSERT INTO event_parents(parent, child) VALUES (?, ?)", [(p, event["event_id"]) for p in parents]
+            )
+        if heads and parents is not None:
+            self._advance_heads(conn, event)
+        return new
 
-    def _synthesize_events(self, conn: sqlite3.Connection, report: ScanReport, paths: list[str]) -> None:
-        """Loaded record versions with no event (a hand edit, a crash before the append) get a local one.
+    def _advance_heads(self, conn: sqlite3.Connection, event: dict[str, Any]) -> None:
+        """A present event follows its parents: they stop being heads, and it becomes one (unless
+        a present event already follows it)."""
+        kind, rid, eid = event["kind"], event["id"], event["event_id"]
+        parents = event.get("parents") or []
+        conn.executemany("DELETE FROM heads WHERE kind=? AND id=? AND event_id=?", [(kind, rid, p) for p in parents])
+        followed = conn.execute(
+            "SELECT 1 FROM event_parents p JOIN events e ON e.event_id = p.child WHERE p.parent=? AND e.present=1",
+            (eid,),
+        ).fetchone()
+        if followed is None:
+            conn.execute(
+                "INSERT OR REPLACE INTO heads(kind, id, event_id, version, at, deleted) VALUES (?,?,?,?,?,?)",
+                (kind, rid, eid, event["version"], event["at"], int(event["type"] == "deleted")),
+            )
+        self._touch_updated(conn, kind, rid)
 
-        Only the files just (re)loaded are looked at: every other record was checked when loaded.
-        """
-        for rel in paths:
-            row = conn.execute("SELECT kind, id, channel, version, hash FROM records WHERE path=?", (rel,)).fetchone()
-            if row is None:
-                continue
-            kind, rid, channel, version, digest = row
-            announced = conn.execute(
-                "SELECT 1 FROM events WHERE kind=? AND id=? AND version=? AND type != 'deleted'", (kind, rid, version)
-            ).fetchone()
-            last = self._latest_event(conn, kind, rid)
-            if last is not None and last[0] == "deleted":
-                # Back after a deletion (a checkout of a branch that has it, a file restored):
-                # pollers last heard "deleted", so it is announced again.
-                seed = f"{rel}:{version}:{digest}:after:{last[1]}"
-                self._synthesize(conn, kind, rid, channel, "created", version, [], seed)
-            elif announced is None:
-                etype = "created" if version == 1 else "updated"
-                self._synthesize(conn, kind, rid, channel, etype, version, [], f"{rel}:{version}:{digest}")
-            else:
-                continue
-            report.events_synthesized += 1
-
-    def _synthesize(
-        self,
-        conn: sqlite3.Connection,
-        kind: str,
-        rid: str,
-        channel: str | None,
-        etype: str,
-        version: int,
-        changed: list[str],
-        seed: str,
-    ) -> None:
-        # Deterministic id: two processes noticing the same change record it once.
-        digest = hashlib.sha256(seed.encode()).digest()
-        event_id = f"evt_{ULID.from_bytes(digest[:16])}"
-        event = ev.make_event(
-            event_id=event_id,
-            at=now_ts(),
-            actor="git",
-            kind=kind,
-            record_id=rid,
-            event_type=etype,
-            version=version,
-            changed=changed,
-            channel=channel,
+    def _recompute_heads(self, conn: sqlite3.Connection, kind: str, rid: str) -> None:
+        """A record's heads from its present events (after a checkout moved what is present)."""
+        rows = conn.execute(
+            "SELECT event_id, version, at, type FROM events"
+            " WHERE kind=? AND id=? AND present=1 AND parents IS NOT NULL",
+            (kind, rid),
+        ).fetchall()
+        followed = {
+            r[0]
+            for r in conn.execute(
+                "SELECT p.parent FROM event_parents p JOIN events e ON e.event_id = p.child"
+                " WHERE e.kind=? AND e.id=? AND e.present=1",
+                (kind, rid),
+            )
+        }
+        conn.execute("DELETE FROM heads WHERE kind=? AND id=?", (kind, rid))
+        conn.executemany(
+            "INSERT INTO heads(kind, id, event_id, version, at, deleted) VALUES (?,?,?,?,?,?)",
+            [
+                (kind, rid, eid, version, at, int(etype == "deleted"))
+                for eid, version, at, etype in rows
+                if eid not in followed
+            ],
         )
-        self.insert_event(conn, event, synthesized=True)
+        self._touch_updated(conn, kind, rid)
+
+    def _touch_updated(self, conn: sqlite3.Connection, kind: str, rid: str) -> None:
+        """A record's ``updated_at`` is the time of its latest live head (no file holds it: a line
+        that changed on every write would conflict in every merge); its creation when it has none."""
+        conn.execute(
+            "UPDATE records SET updated_at = COALESCE("
+            "(SELECT MAX(at) FROM heads WHERE kind=?1 AND id=?2 AND deleted=0), created_at)"
+            " WHERE kind=?1 AND id=?2",
+            (kind, rid),
+        )
+        conn.execute(
+            "UPDATE records SET data = json_set(data, '$.updated_at', updated_at)"
+            " WHERE kind=?1 AND id=?2 AND kind != 'channel' AND json_extract(data, '$.updated_at') IS NOT updated_at",
+            (kind, rid),
+        )
 
     def apply_write(
         self,
@@ -337,7 +346,7 @@ class Ingestion(IndexConnection):
         if identify_relpath(rel) != (kind, rid, channel):  # never for a record the store just wrote
             rel = (self.layout.path(kind, rid, channel)).relative_to(self.layout.root).as_posix()
         if data is None:
-            self._remove_path(conn, rel, ScanReport(), quiet=True)
+            self._remove_path(conn, rel, ScanReport())
             self._remember_dirs(conn, [rel.rsplit("/", 1)[0]])
             return
         st = os.lstat(self.layout.root / rel)
@@ -353,11 +362,11 @@ class Ingestion(IndexConnection):
         path = self.layout.events / rel
         if previous + len(appended) == size:  # nothing but our lines since the index last read it
             for event in events:
-                self.insert_event(conn, event)
+                self.insert_event(conn, event, shard=rel)
         else:  # lines another process appended before ours (same writer id) are read first
             for line in ev.read_lines(path, previous):
                 if line.event is not None:
-                    self.insert_event(conn, line.event)
+                    self.insert_event(conn, line.event, shard=rel)
         mtime = mtime_of(str(path))
         conn.execute(
             "INSERT OR REPLACE INTO shards(path, size, consumed, mtime_ns) VALUES (?,?,?,?)", (rel, size, size, mtime)

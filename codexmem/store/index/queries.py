@@ -292,7 +292,7 @@ class Queries(IndexConnection):
         """Every event of one record, oldest first (for history pages)."""
         with self._mutex:
             rows = self.conn.execute(
-                "SELECT seq, event_id, at, actor, type, version, changed, synthesized FROM events"
+                "SELECT seq, event_id, at, actor, author, type, version, changed, parents, present FROM events"
                 " WHERE id=? ORDER BY seq",
                 (rid,),
             ).fetchall()
@@ -302,13 +302,23 @@ class Queries(IndexConnection):
                 "event_id": r[1],
                 "at": r[2],
                 "actor": r[3],
-                "type": r[4],
-                "version": r[5],
-                "changed": json.loads(r[6]),
-                "synthesized": bool(r[7]),
+                "author": r[4],
+                "type": r[5],
+                "version": r[6],
+                "changed": json.loads(r[7]),
+                "parents": json.loads(r[8]) if r[8] is not None else None,
+                "present": bool(r[9]),
             }
             for r in rows
         ]
+
+    def heads(self, kind: Kind, rid: str) -> list[tuple[str, int]]:
+        """(event id, version) of each head of a record's history: the events a new change follows."""
+        with self._mutex:
+            rows = self.conn.execute(
+                "SELECT event_id, version FROM heads WHERE kind=? AND id=? ORDER BY event_id", (kind.name, rid)
+            ).fetchall()
+        return [(r[0], int(r[1])) for r in rows]
 
     def last_seq(self) -> int:
         with self._mutex:

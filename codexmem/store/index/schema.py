@@ -7,7 +7,7 @@ from typing import Any
 
 from codexmem.store.layout import CHANNEL, CHANNELS_DIR, HANDOFF, ITEM, ITEMS_DIR, NOTE, SCHEMA_FILE, Kind
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 
 
 SEQ_FACTOR = 10_000_000_000  # public sequence = epoch * SEQ_FACTOR + local sequence
@@ -71,16 +71,30 @@ CREATE TABLE watch(key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 CREATE TABLE shards(
   path TEXT PRIMARY KEY, size INTEGER NOT NULL, consumed INTEGER NOT NULL, mtime_ns INTEGER NOT NULL DEFAULT 0
 );
+-- Every event line ever read, in the order this clone first saw it (seq: what polls hand out).
+-- Events come only from event lines: a checkout that takes a shard away marks its events
+-- absent (present=0) but never retracts them, and nothing is ever made up from the files.
+-- parents is NULL for format 1 lines, which take no part in the history graph.
 CREATE TABLE events(
   seq INTEGER PRIMARY KEY AUTOINCREMENT,
   event_id TEXT NOT NULL UNIQUE,
-  at TEXT NOT NULL, actor TEXT NOT NULL, kind TEXT NOT NULL, id TEXT NOT NULL,
-  channel TEXT, type TEXT NOT NULL, version INTEGER NOT NULL, changed TEXT NOT NULL,
-  idempotency_key TEXT, fingerprint TEXT, synthesized INTEGER NOT NULL DEFAULT 0
+  at TEXT NOT NULL, actor TEXT NOT NULL, author TEXT, kind TEXT NOT NULL, id TEXT NOT NULL,
+  channel TEXT, type TEXT NOT NULL, version INTEGER NOT NULL, changed TEXT NOT NULL, parents TEXT,
+  idempotency_key TEXT, fingerprint TEXT, shard TEXT, present INTEGER NOT NULL DEFAULT 1
 );
 CREATE INDEX events_record ON events(kind, id, version);
 CREATE INDEX events_channel ON events(channel, seq);
+CREATE INDEX events_shard ON events(shard, present);
 CREATE UNIQUE INDEX events_idem ON events(idempotency_key) WHERE idempotency_key IS NOT NULL;
+-- The history graph of the events present: each event's parents, and each record's heads (the
+-- events no present event follows). A write names the heads as its parents; the time of a
+-- record's last change is its latest head's.
+CREATE TABLE event_parents(parent TEXT NOT NULL, child TEXT NOT NULL);
+CREATE INDEX event_parents_parent ON event_parents(parent);
+CREATE TABLE heads(
+  kind TEXT NOT NULL, id TEXT NOT NULL, event_id TEXT NOT NULL, version INTEGER NOT NULL, at TEXT NOT NULL,
+  deleted INTEGER NOT NULL, PRIMARY KEY(kind, id, event_id)
+);
 CREATE TABLE answers(idempotency_key TEXT PRIMARY KEY, answer TEXT NOT NULL);
 """
 
@@ -103,6 +117,9 @@ PLANNER_STATS: dict[tuple[str, str], str] = {
     ("events", "events_record"): "1000000 200000 3 1",
     ("events", "events_channel"): "1000000 500000 1",
     ("events", "events_idem"): "1000000 1",
+    ("events", "events_shard"): "1000000 1000 500",
+    ("event_parents", "event_parents_parent"): "1000000 1",
+    ("heads", "sqlite_autoindex_heads_1"): "200000 2 1 1",
 }
 """``sqlite_stat1`` rows written with the schema: the shape of a large store (rows per key prefix of
 each index), so the planner picks the same, selective plan at any size. Without statistics it
