@@ -4,18 +4,20 @@ The story is data: calls at fixed times by people and Codex sessions. They are p
 the services the MCP tools and the CLI use (``scripts/player.py``), into a fresh store made by
 ``codexmem init --shared`` and given the story's config, with a fixed clock and seeded ids: the
 same story always gives the same bytes, in whatever file format this codexmem writes. The store
-is built in a temporary folder and replaces ``--out`` only when the whole story has played.
+is built in a temporary folder and replaces ``--out`` only when the whole story has played; a
+mistake in the story is one line naming the step and the field, and changes nothing.
 
-    .venv/bin/python -m scripts.build_example_store [--out PATH]
+    .venv/bin/python -m scripts.build_example_store [--out PATH] [--story FOLDER]
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
+import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -25,7 +27,6 @@ from codexmem.models.config import StoreConfig
 from codexmem.store.atomic import atomic_write
 from codexmem.store.init import init_store
 from codexmem.store.layout import Layout
-from codexmem.store.store import JOURNAL_DIR
 from codexmem.store.yamlio import dump_yaml
 from scripts.player import Player
 from scripts.story import STORY_DIR, STORY_FILE, Story, StoryError, load_story
@@ -47,10 +48,20 @@ def build(out: Path, story: Story | None = None) -> None:
         work = Path(tmp) / "store"
         _create(work, story)
         Player(story, work).play()
-        _drop_local_state(work)
+        _replace(out, work)
+
+
+def _replace(out: Path, built: Path) -> None:
+    """Copy the committed part of ``built`` beside ``out``, then swap it in (one rename after the delete)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    try:
+        shutil.copytree(built, staging / "store", symlinks=True, ignore=_local_state(built))
         if out.exists():
             shutil.rmtree(out)
-        shutil.copytree(work, out, symlinks=True)
+        os.replace(staging / "store", out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _check_replaceable(out: Path) -> None:
@@ -65,6 +76,7 @@ def _create(root: Path, story: Story) -> None:
     """``codexmem init --shared``, then the config and README the team wrote by hand."""
     written = init_store(root, cwd=root, shared=True)
     config = {"format": written["format"], **story.config}
+    config |= {k: v for k, v in written.items() if k not in config}  # whatever else init declares
     try:
         StoreConfig.model_validate(config)
     except ValidationError as exc:
@@ -74,13 +86,15 @@ def _create(root: Path, story: Story) -> None:
     atomic_write(root / "README.md", story.readme.encode("utf-8"))
 
 
-def _drop_local_state(root: Path) -> None:
-    """What the store keeps for this machine only (git-ignored): not part of the example."""
-    layout = Layout(root)
-    shutil.rmtree(layout.cache, ignore_errors=True)
-    layout.lock.unlink(missing_ok=True)
-    with contextlib.suppress(OSError):
-        (root / JOURNAL_DIR).rmdir()  # only ever left empty by a finished write
+def _local_state(root: Path) -> Callable[[str, list[str]], set[str]]:
+    """What the store keeps for this machine only (the root entries its own .gitignore names): not copied."""
+    lines = (root / ".gitignore").read_text("utf-8").splitlines()
+    local = {line.strip("/") for line in lines if line.startswith("/")}
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        return local & set(names) if Path(folder) == root else set()
+
+    return ignore
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -206,7 +206,8 @@ class Player:
         )
 
     def end_session(self, step: Step, store: Store, now: datetime, warnings: Warnings) -> None:
-        end_session(store, now, warnings, session_id=self.made[step.by], status=step.value)
+        status: Literal["ended", "paused"] = "paused" if step.value == "paused" else "ended"  # checked: one of the two
+        end_session(store, now, warnings, session_id=self.made[step.by], status=status)
 
     # ------------------------------------------------------------------ record channels
 

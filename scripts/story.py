@@ -61,7 +61,7 @@ class Step:
     at: datetime
     by: str
     action: str
-    value: Any
+    value: str
     fields: dict[str, Any]
     expect: frozenset[str]
     item: str | None  # an item step's item: the one it files, names, or whose ``then`` holds it
@@ -97,7 +97,7 @@ KEYS = "a list of keys"
 class Action:
     """The value an action takes, who may call it, and its fields (name -> kind of value)."""
 
-    value: str  # what the action's own value is: "new key", a kind of reference, or a choice
+    value: str  # what the action's own value is (said when it is not a text)
     by: str  # "person", "session" or "either"
     required: dict[str, str] = field(default_factory=dict)
     optional: dict[str, str] = field(default_factory=dict)
@@ -112,11 +112,14 @@ _NOTE_CHOICES = {"type": get_args(NoteType), "status": get_args(NoteStatus)}
 
 ACTIONS: dict[str, Action] = {
     "start_session": Action(
-        "new session key", "person", {"workspace": TEXT}, {"task": TEXT, "branch_name": TEXT, "recovery_handoff": TEXT}
+        "a new session key",
+        "person",
+        {"workspace": TEXT},
+        {"task": TEXT, "branch_name": TEXT, "recovery_handoff": TEXT},
     ),
-    "save_note": Action("new note key", "session", _NOTE_FIELDS, _NOTE_OPTIONAL, _NOTE_CHOICES),
+    "save_note": Action("a new note key", "session", _NOTE_FIELDS, _NOTE_OPTIONAL, _NOTE_CHOICES),
     "save_handoff": Action(
-        "new handoff key",
+        "a new handoff key",
         "session",
         {"kind": TEXT, "task": TEXT, "summary": TEXT, "next_steps": TEXTS},
         {
@@ -131,27 +134,29 @@ ACTIONS: dict[str, Action] = {
         {"kind": get_args(HandoffKind), "status": get_args(HandoffStatus)},
         {"related_notes": "note"},
     ),
-    "save_import": Action("new import key", "session", {"source": TEXT}, _ARTIFACT, {"source": get_args(ImportSource)}),
+    "save_import": Action(
+        "a new import key", "session", {"source": TEXT}, _ARTIFACT, {"source": get_args(ImportSource)}
+    ),
     "save_imported_note": Action(
-        "new note key",
+        "a new note key",
         "session",
         {"source": TEXT, **_NOTE_FIELDS},
         {**_ARTIFACT, **_NOTE_OPTIONAL},
         {"source": get_args(ImportSource), **_NOTE_CHOICES},
     ),
     "set_status": Action(
-        "status",
+        "the new status",
         "session",
         {},
         {"note": KEY, "handoff": KEY, "superseded_by": KEY},
         {"value": ("resolved", "superseded", "completed", "abandoned")},
         {"note": "note", "handoff": "handoff", "superseded_by": "note"},
     ),
-    "end_session": Action("status", "session", choices={"value": ("ended", "paused")}),
-    "add_channel": Action("new channel", "person", {"schema": TEXT}),
-    "create_item": Action("channel", "person", {"values": MAPPING}, {"key": TEXT}),
-    "edit_item": Action("channel", "either", {"values": MAPPING}, {"item": KEY}, refs={"item": "item"}),
-    "delete_item": Action("channel", "person", {}, {"item": KEY}, refs={"item": "item"}),
+    "end_session": Action("the session's new status", "session", choices={"value": ("ended", "paused")}),
+    "add_channel": Action("a new channel id", "person", {"schema": TEXT}),
+    "create_item": Action("a channel id", "person", {"values": MAPPING}, {"key": TEXT}),
+    "edit_item": Action("a channel id", "either", {"values": MAPPING}, {"item": KEY}, refs={"item": "item"}),
+    "delete_item": Action("a channel id", "person", {}, {"item": KEY}, refs={"item": "item"}),
 }
 _COMMON = {"at", "by", "then", "expect"}
 _FIELDS = {name for a in ACTIONS.values() for name in (*a.required, *a.optional)}
@@ -166,7 +171,7 @@ def load_story(folder: Path = STORY_DIR) -> Story:
     """The story in ``folder``, checked and in play order; :class:`StoryError` at the first problem."""
     head = _load(folder, STORY_FILE)
     where = STORY_FILE
-    _only(head, where, {"seed", "readme", "config", "people", "workspaces", "chapters"}, required=True)
+    _only(head, where, {"seed", "readme", "config", "people", "workspaces", "chapters"})
     seed = _typed(head["seed"], INTEGER, where, "seed")
     readme = _typed(head["readme"], TEXT, where, "readme")
     config = _typed(head["config"], MAPPING, where, "config")
@@ -178,7 +183,7 @@ def load_story(folder: Path = STORY_DIR) -> Story:
     for i, name in enumerate(_typed(head["chapters"], TEXTS, where, "chapters")):
         _plain_file(folder, name, where, f"chapters[{i}]")
         chapter = _load(folder, name)
-        _only(chapter, name, {"steps"}, required=True)
+        _only(chapter, name, {"steps"})
         for j, step in enumerate(_typed(chapter["steps"], "a list", name, "steps")):
             raw.append((f"{name} steps[{j}]", step))
     steps: list[Step] = []
@@ -220,7 +225,7 @@ def _workspaces(data: dict[str, Any]) -> dict[str, Workspace]:
     names = ("system_id", "project_id", "workspace_id", "root")
     for name, ws in data.items():
         where = f"workspaces.{name}"
-        _only(_typed(ws, MAPPING, STORY_FILE, where), STORY_FILE, set(names), required=True, prefix=where + ".")
+        _only(_typed(ws, MAPPING, STORY_FILE, where), STORY_FILE, set(names), prefix=where + ".")
         out[_key(name, STORY_FILE, "workspaces")] = Workspace(
             *(_typed(ws[n], TEXT, STORY_FILE, f"{where}.{n}") for n in names)
         )
@@ -250,7 +255,9 @@ def _flatten(
     by = _typed(data["by"], TEXT, where, "by") if "by" in data else by
     if by is None:
         raise StoryError(where, "by", "missing: name the person or the session key that acts")
-    value = _typed(data[action], TEXT, where, action)
+    value = data[action]
+    if not isinstance(value, str):
+        raise StoryError(where, action, f"must be {spec.value}, got {type(value).__name__}")
     if "value" in spec.choices and value not in spec.choices["value"]:
         raise StoryError(where, action, f"must be one of {', '.join(spec.choices['value'])}, got {value!r}")
     fields = {k: v for k, v in data.items() if k not in _COMMON and k != action}
@@ -353,11 +360,12 @@ def _typed(value: Any, kind: str, where: str, name: str) -> Any:
     return value
 
 
-def _only(data: dict[str, Any], where: str, names: set[str], *, required: bool, prefix: str = "") -> None:
+def _only(data: dict[str, Any], where: str, names: set[str], *, prefix: str = "") -> None:
+    """``data`` has exactly the fields ``names``."""
     for key in data:
         if key not in names:
             raise StoryError(where, prefix + key, f"unknown field; expected {', '.join(sorted(names))}")
-    missing = sorted(names - set(data)) if required else []
+    missing = sorted(names - set(data))
     if missing:
         raise StoryError(where, prefix + missing[0], "missing")
 
