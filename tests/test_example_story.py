@@ -3,7 +3,6 @@ errors a wrong story gets (naming the step and the field) before or while it pla
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any
 import pytest
 from store_fixtures import PYTHON, REPO_ROOT
 
+from codexmem.records import service
 from codexmem.store.check import check_store
 from codexmem.store.layout import HANDOFF, ITEM, NOTE, SESSION
 from codexmem.store.store import Store
@@ -134,19 +134,19 @@ def test_a_story_plays_through_the_services_in_time_order(tmp_path: Path) -> Non
     assert handoff["related_note_ids"] == [note["note_id"]]
     [item] = index.select(ITEM)
     assert item["values"]["ticket"] == "BUG-2"
-    events = [
-        json.loads(line) for shard in sorted((tmp_path / "one").glob("events/*/*.jsonl")) for line in shard.open()
-    ]
     # Each person writes on their own clone; Codex's writes go to the clone its session runs on.
     shards = {p.parent.name for p in (tmp_path / "one").glob("events/*/*.jsonl")}
     assert shards == {"analaptop", "bodesktop"}
-    edits = [e for e in events if e["kind"] == "item" and e["type"] != "created"]
+    events = service.poll_events(Store(tmp_path / "one", read_only=True), since=0, channel_id="bugs", limit=50).events
+    edits = sorted((e for e in events if e["kind"] == "item" and e["type"] != "created"), key=lambda e: e["at"])
     assert [(e["type"], e["actor"]) for e in edits] == [
         ("updated", "mcp"),
         ("updated", "cli:bo"),
         ("deleted", "cli:bo"),
     ]
-    assert edits[0]["idempotency_key"].startswith(session["session_id"])
+    # Codex's edit carried the version it read (1) and an idempotency key, which the index remembers.
+    found = index.idempotency(f"{session['session_id']}:{edits[0]['id']}:v1")
+    assert found is not None and found[0]["id"] == edits[0]["id"]
     assert "idempotency_key" not in edits[1]
     assert (tmp_path / "one" / "README.md").read_text() == "# tiny\n"
 
