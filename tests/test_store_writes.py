@@ -306,7 +306,9 @@ def test_the_example_store_is_reproducible_and_committed_as_built(tmp_path: Path
     # The committed example is exactly what the story plays to (rerun the builder after a format change).
     committed = _committed_files(EXAMPLE)
     mismatched = sorted(set(committed) ^ set(one) | {r for r in one if committed.get(r) != one[r]})
-    assert not mismatched, f"store-example/ is stale; run .venv/bin/python -m scripts.build_example_store ({mismatched[:5]})"
+    assert not mismatched, (
+        f"store-example/ is stale; run .venv/bin/python -m scripts.build_example_store ({mismatched[:5]})"
+    )
 
 
 def test_the_example_store_tells_the_seed_story() -> None:
