@@ -27,7 +27,7 @@ from codexmem.models.config import StoreConfig
 from codexmem.store.atomic import atomic_write
 from codexmem.store.init import init_store
 from codexmem.store.layout import Layout
-from codexmem.store.yamlio import dump_yaml
+from codexmem.store.yamlio import YamlError, dump_yaml, load_yaml
 from scripts.player import Player
 from scripts.story import STORY_DIR, STORY_FILE, Story, StoryError, load_story
 
@@ -43,7 +43,7 @@ def build(out: Path, story: Story | None = None) -> None:
     """Play ``story`` (the example story by default) into a new store that replaces ``out``."""
     story = story or load_story()
     out = Path(out).absolute()
-    _check_replaceable(out)
+    _check_replaceable(out, story)
     with tempfile.TemporaryDirectory(prefix="codexmem-example-") as tmp:
         work = Path(tmp) / "store"
         _create(work, story)
@@ -64,12 +64,21 @@ def _replace(out: Path, built: Path) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _check_replaceable(out: Path) -> None:
-    """Replace only nothing, an empty folder, or a codexmem store: never anything else someone keeps."""
+def _check_replaceable(out: Path, story: Story) -> None:
+    """Replace only nothing, an empty folder, or an earlier build of this story (a store of the story's
+    system): never a project's own memory or anything else someone keeps there."""
     if out.is_symlink() or (out.exists() and not out.is_dir()):
         raise OutError(f"--out: {out} is not a folder")
-    if out.is_dir() and any(out.iterdir()) and not Layout(out).config.is_file():
-        raise OutError(f"--out: {out} is neither empty nor a codexmem store; refusing to replace it")
+    if not out.is_dir() or not any(out.iterdir()):
+        return
+    system = story.config.get("system", {}).get("id")
+    try:
+        config = load_yaml(Layout(out).config.read_bytes(), source="codexmem.yaml")
+        same = system is not None and isinstance(config, dict) and config.get("system", {}).get("id") == system
+    except (OSError, YamlError, AttributeError):
+        same = False
+    if not same:
+        raise OutError(f"--out: {out} is neither empty nor an earlier build of this story; refusing to replace it")
 
 
 def _create(root: Path, story: Story) -> None:

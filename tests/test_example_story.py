@@ -271,12 +271,22 @@ def test_a_warning_the_story_does_not_expect_stops_the_play(tmp_path: Path) -> N
     assert stored["completed"] == [] and stored["risks"] == []
 
 
-def test_the_builder_replaces_only_a_store_or_an_empty_folder(tmp_path: Path) -> None:
+def test_the_builder_replaces_only_an_earlier_build_or_an_empty_folder(tmp_path: Path) -> None:
+    story = load_story(write_story(tmp_path / "story", steps()))
     keep = tmp_path / "work"
     keep.mkdir()
     (keep / "thesis.tex").write_text("years of work\n")
-    with pytest.raises(OutError, match="neither empty nor a codexmem store"):
-        build(keep, load_story(write_story(tmp_path / "story", steps())))
+    other = tmp_path / "project" / ".codexmem"  # a project's own memory: another system
+    build(other, load_story(write_story(tmp_path / "other", steps(), config={"system": {"id": "sys_x", "name": "x"}})))
+    before = files(other)
+    for out in (keep, other):
+        with pytest.raises(OutError, match="neither empty nor an earlier build of this story"):
+            build(out, story)
     assert (keep / "thesis.tex").read_text() == "years of work\n"
+    assert files(other) == before
     done = run_builder("--out", str(keep), "--story", str(tmp_path / "story"))
     assert done.returncode == 1 and "refusing to replace it" in done.stderr and "Traceback" not in done.stderr
+    (tmp_path / "empty").mkdir()
+    build(tmp_path / "empty", story)
+    build(tmp_path / "empty", story)  # its own earlier build is replaced
+    assert Store(tmp_path / "empty", read_only=True).index.count(ITEM) == 1
