@@ -30,7 +30,7 @@ from codexmem.store.layout import CHANNEL, HANDOFF, IMPORT, ITEM, NOTE, SESSION
 from codexmem.store.store import Store
 from codexmem.store.yamlio import dump_yaml
 from codexmem.timeutil import format_ts
-from scripts.build_example_channel import BUGS_SCHEMA, bug_values
+from scripts.bugs_channel import BUGS_SCHEMA, bug_values
 
 REPO = Path(__file__).resolve().parent.parent
 
