@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from store_fixtures import PYTHON, REPO_ROOT
 
+from codexmem.check import check_store
 from codexmem.records import service
-from codexmem.store.check import check_store
 from codexmem.store.layout import HANDOFF, ITEM, NOTE, SESSION
 from codexmem.store.store import Store
 from codexmem.store.yamlio import dump_yaml
@@ -28,9 +28,7 @@ HEAD: dict[str, Any] = {
         "projects": [{"id": "proj_tiny", "name": "tiny", "system": "sys_tiny"}],
     },
     "people": {"ana": "analaptop", "bo": "bodesktop"},
-    "workspaces": {
-        "main": {"system_id": "sys_tiny", "project_id": "proj_tiny", "workspace_id": "ws_tiny_main", "root": "/src/t"}
-    },
+    "workspaces": {"main": {"system_id": "sys_tiny", "project_id": "proj_tiny", "workspace_id": "ws_tiny_main"}},
     "chapters": ["steps.yaml"],
 }
 
@@ -136,14 +134,17 @@ def test_a_story_plays_through_the_services_in_time_order(tmp_path: Path) -> Non
     assert item["values"]["ticket"] == "BUG-2"
     # Each person writes on their own clone; Codex's writes go to the clone its session runs on.
     shards = {p.parent.name for p in (tmp_path / "one").glob("events/*/*.jsonl")}
-    assert shards == {"analaptop", "bodesktop"}
+    assert shards == {"ana-analaptop", "bo-bodesktop"}  # each folder says whose it is
     events = service.poll_events(Store(tmp_path / "one", read_only=True), since=0, channel_id="bugs", limit=50).events
     edits = sorted((e for e in events if e["kind"] == "item" and e["type"] != "created"), key=lambda e: e["at"])
+    # Codex's edit names its session; a person's edits come through the CLI, and every event says who.
     assert [(e["type"], e["actor"]) for e in edits] == [
-        ("updated", "mcp"),
-        ("updated", "cli:bo"),
-        ("deleted", "cli:bo"),
+        ("updated", session["session_id"]),
+        ("updated", "cli"),
+        ("deleted", "cli"),
     ]
+    authors = {e["event_id"]: e["author"] for e in index.events_of(edits[0]["id"])}
+    assert [authors[e["event_id"]] for e in edits] == ["ana", "bo", "bo"]  # the session runs on ana's clone
     # Codex's edit carried the version it read (1) and an idempotency key, which the index remembers.
     found = index.idempotency(f"{session['session_id']}:{edits[0]['id']}:v1")
     assert found is not None and found[0]["id"] == edits[0]["id"]
@@ -232,7 +233,7 @@ def test_a_wrong_story_is_refused_before_anything_is_written(tmp_path: Path, cha
         ({"chapters": ["../steps.yaml"]}, "story.yaml: chapters[0]: must be a file name of this folder"),
         ({"chapters": ["missing.yaml"]}, "story.yaml: chapters[0]: there is no file missing.yaml in "),
         ({"config": {"format": 1}}, "story.yaml: config.format: leave it out"),
-        ({"people": {"ana": "ana"}}, "story.yaml: people.ana: must be the writer id of a clone: 8-32 of a-z 0-9"),
+        ({"people": {"ana": "a"}}, "story.yaml: people.ana: must be the id of their clone: 4-16 of a-z 0-9"),
         ({"seed": "x"}, "story.yaml: seed: must be an integer, got str"),
     ],
 )

@@ -266,8 +266,10 @@ def history_problems(kind: Kind, data: dict[str, Any], expected: Expected) -> li
         if value_key(held) != value_key(state.value):
             differ.append((name, held, state))
     unrecorded = sorted(k for k, v in fields.items() if k not in expected.fields and v not in (None, [], ""))
-    if version < expected.version and (differ or not problems):
-        newer = ", ".join(name for name, _, _ in differ) or "no field"
+    # Older than every branch's last change: the file went back in time (a reset, a checkout of an
+    # old commit). One side's version but not the other's: that side's file kept, edits lost.
+    if differ and version < min(int(h["version"]) for h in expected.heads):
+        newer = ", ".join(name for name, _, _ in differ)
         authors = sorted({_who(h) for h in expected.heads})
         problems.append(
             f"rolled back: the file is at version {version} but its history reaches version {expected.version} "
@@ -299,7 +301,10 @@ def history_problems(kind: Kind, data: dict[str, Any], expected: Expected) -> li
 
 
 def _older_value(name: str, held: Any, setter: dict[str, Any], expected: Expected) -> bool:
-    """Whether ``held`` is a value ``name`` had before ``setter`` changed it (an edit was dropped)."""
+    """Whether ``held`` is a value ``name`` had before ``setter`` changed it (an edit was dropped);
+    unset counts, when the field started unset."""
+    if held is None and setter["type"] not in ("created", "migrated", "resolved"):
+        return True
     return any(
         value_key((e.get("set") or {}).get(name)) == value_key(held)
         for e in expected.events

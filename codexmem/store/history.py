@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from codexmem.store.layout import CHANNEL, ITEM, Kind
+from codexmem.store.textmerge import merge_text
 
 NOT_RECORDED = frozenset({"version", "updated_at", "record_channel_id"})
 """Fields no event records: the version is the event's own, the rest is derived."""
@@ -49,14 +50,16 @@ class FieldState:
     name: str
     setters: list[dict[str, Any]]
     """The last setters (events) of the field; more than one with different values is a conflict."""
+    merged: str | None = None
+    """Two branches changed a text in different places: the text git's merge makes of them."""
 
     @property
     def value(self) -> Any:
-        return self.setters[0]["set"][self.name]
+        return self.merged if self.merged is not None else self.setters[0]["set"][self.name]
 
     @property
     def conflict(self) -> bool:
-        return len({value_key(e["set"][self.name]) for e in self.setters}) > 1
+        return self.merged is None and len({value_key(e["set"][self.name]) for e in self.setters}) > 1
 
 
 @dataclass
@@ -126,7 +129,10 @@ def expected_state(events: list[dict[str, Any]]) -> Expected | None:
             setters.setdefault(name, []).append(event)
     for name, events_setting in setters.items():
         last = [e for e in events_setting if not any(e["event_id"] in above[o["event_id"]] for o in events_setting)]
-        fields[name] = FieldState(name, last)
+        state = FieldState(name, last)
+        if state.conflict and len(last) == 2:
+            state.merged = _text_merged(name, last, events_setting, above)
+        fields[name] = state
     return Expected(
         version=max(int(h["version"]) for h in heads),
         fields=fields,
@@ -134,6 +140,22 @@ def expected_state(events: list[dict[str, Any]]) -> Expected | None:
         events=graph,
         deleted=all(h["type"] == "deleted" for h in heads),
     )
+
+
+def _text_merged(
+    name: str, last: list[dict[str, Any]], setters: list[dict[str, Any]], above: dict[str, set[str]]
+) -> str | None:
+    """The three-way text merge of two branches' values of a text field (a note's body changed in
+    two paragraphs), from the value they both started from; None when it conflicts or is no text."""
+    ours, theirs = (e["set"][name] for e in last)
+    common = above[last[0]["event_id"]] & above[last[1]["event_id"]]
+    bases = [e for e in setters if e["event_id"] in common]
+    bases = [e for e in bases if not any(e["event_id"] in above[o["event_id"]] for o in bases)]
+    base = bases[0]["set"][name] if len(bases) == 1 else None
+    if not all(isinstance(v, str) for v in (ours, theirs, base)):
+        return None
+    text, clean = merge_text(str(base), ours, theirs)
+    return text if clean else None
 
 
 def value_key(value: Any) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 from codexmem.store.history import value_key
 from codexmem.store.layout import CONFIG_FILE, ITEM, NOTE, Kind, identify_relpath
 from codexmem.store.recordfile import parse, serialize
+from codexmem.store.textmerge import merge_text
 from codexmem.store.yamlio import YamlError, load_yaml
 
 _MISSING = object()
@@ -94,7 +94,7 @@ def _merge_fields(
         o, a, b = base.get(key, _MISSING), ours.get(key, _MISSING), theirs.get(key, _MISSING)
         value, clash = _merge_value(o, a, b)
         if clash and key == body_field:
-            text, clean = _merge_text(str(_or_none(o) or ""), str(_or_none(a) or ""), str(_or_none(b) or ""))
+            text, clean = merge_text(str(_or_none(o) or ""), str(_or_none(a) or ""), str(_or_none(b) or ""))
             value, clash, body_conflict = text, False, not clean
         if clash:
             conflicts[key] = (_or_none(a), _or_none(b))
@@ -138,23 +138,6 @@ def _keys(*sides: Mapping[str, Any]) -> list[str]:
 def _read(kind: Kind, path: Path, name: str) -> dict[str, Any]:
     raw = path.read_bytes()
     return parse(kind, raw, source=name) if raw.strip() else {}
-
-
-def _merge_text(base: str, ours: str, theirs: str) -> tuple[str, bool]:
-    """Git's own three-way text merge of a Markdown body: (text, clean)."""
-    with tempfile.TemporaryDirectory(prefix="codexmem-merge-") as tmp:
-        paths = []
-        for label, text in (("ours", ours), ("base", base), ("theirs", theirs)):
-            path = Path(tmp) / label
-            path.write_text(text + "\n", "utf-8")
-            paths.append(str(path))
-        done = subprocess.run(
-            ["git", "merge-file", "-p", "-L", "ours", "-L", "base", "-L", "theirs", *paths],
-            capture_output=True,
-            check=False,
-        )
-    text = done.stdout.decode("utf-8", "replace")
-    return text.removesuffix("\n"), done.returncode == 0
 
 
 def _text_merge(ours: Path, base: Path, theirs: Path) -> int:

@@ -41,7 +41,8 @@ def resolve(store: Store) -> list[Resolution]:
     settled first, or the recorded history would skip them.
     """
     scan = scan_store(store.root)
-    unreadable = [f for f in scan.findings if f.level == "error" and _is_record_path(f.path)]
+    readable = {rel for rel, _ in scan.records.values()}
+    unreadable = [f for f in scan.findings if f.level == "error" and _is_record_path(f.path) and f.path not in readable]
     if unreadable:
         first = unreadable[0]
         more = f" (and {len(unreadable) - 1} more)" if len(unreadable) > 1 else ""
