@@ -74,19 +74,44 @@ def test_resetting_records_to_the_merge_base_is_a_rollback(repo: Repo) -> None:
     assert any("older values of status, status_reason" in f for f in found)
 
 
-def test_a_hand_bumped_version_is_reported_and_resolve_sets_it(repo: Repo) -> None:
+def test_a_hand_bumped_version_is_flagged_and_resolve_sets_it(repo: Repo) -> None:
     bug = repo.item(title="Slow search")
     repo.commit("a bug")
     path = repo.item_path(bug)
     path.write_text(path.read_text() + "version:\n  3\n")
-    found = errors(repo.check())
-    assert found == [
-        f"{path.relative_to(repo.store_root).as_posix()}: error: version 3 but its history reaches version 1: the "
+    result = repo.check()
+    assert result.errors == [] and [str(w) for w in result.warnings] == [
+        f"{path.relative_to(repo.store_root).as_posix()}: warning: version 3 but its history reaches version 1: the "
         "version line was edited by hand or kept from one side of a merge; run `codexmem resolve`, which sets it"
     ]
     [done] = resolve(repo.store())
     assert (done.what, done.version) == ("recorded", 2)
-    assert errors(repo.check()) == []
+    assert repo.check().findings == []
+
+
+def test_a_hand_edit_is_flagged_with_the_fix_and_recorded_by_resolve(repo: Repo) -> None:
+    """Nothing is lost by an edit in an editor (or a hosting service's web editor): a warning
+    names the field, the change it replaced and the fix, and resolve records it as the person's."""
+    bug = repo.item(title="Typo in the title")
+    repo.commit("a bug")
+    path = repo.item_path(bug)
+    path.write_text(path.read_text().replace("Typo in the title", "No typo in the title"))
+    result = repo.check()
+    assert result.errors == []
+    [warning] = [w.message for w in result.warnings]
+    assert warning.startswith('title is "No typo in the title" but "Typo in the title" since Alice Smith')
+    assert warning.endswith("and no event records the change: run `codexmem resolve` to record it")
+    repo.person("Bob Jones")
+    [done] = resolve(repo.store())
+    assert (done.what, done.fields, done.version) == ("recorded", ("title",), 2)
+    assert repo.check().findings == []
+    [event] = [e for e in repo.events() if e["id"] == bug and e["version"] == 2]
+    assert (event["type"], event["actor"], event["author"], event["set"]) == (
+        "resolved",
+        "resolve",
+        "Bob Jones",
+        {"title": "No typo in the title"},
+    )
 
 
 def test_conflict_markers_left_in_a_file_are_an_error_naming_the_fix(repo: Repo) -> None:

@@ -371,7 +371,7 @@ def _replay(txn: Transaction, key: str, fingerprint: str, now: datetime) -> Edit
     if answer is None:  # the index was rebuilt: the event survived, the remembered answer did not
         channel_id = str(event["record_channel_id"])
         schema = get_schema(txn.store, channel_id)
-        current = txn.get(ITEM, str(event["id"]), channel_id)
+        current = txn.store.index.get(ITEM, str(event["id"]), channel_id)  # with its time of change
         if current is None:
             raise _item_not_found(channel_id, str(event["id"]))
         answer = {"item": public_item(schema, current, now)}

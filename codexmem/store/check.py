@@ -232,8 +232,8 @@ def _check_history(scan: StoreScan, key: tuple[str, str], events: list[dict[str,
     if expected is None:
         if events:
             scan.warn(rel, f"version {data['version']} has no event of format 2 (`codexmem migrate` records one)")
-        else:
-            scan.error(rel, f"no event records this {kind_name} (added by hand?): run `codexmem resolve` to record it")
+        else:  # nothing is lost, it is only not recorded (added by hand, or a write cut short)
+            scan.warn(rel, f"no event records this {kind_name} (added by hand?): run `codexmem resolve` to record it")
         return
     if expected.deleted:
         last = max(expected.heads, key=lambda e: e["at"])
@@ -243,24 +243,32 @@ def _check_history(scan: StoreScan, key: tuple[str, str], events: list[dict[str,
             "`codexmem resolve` to record it as restored",
         )
         return
-    for problem in history_problems(kind, data, expected):
-        scan.error(rel, problem)
+    for level, problem in history_problems(kind, data, expected):
+        scan.findings.append(Finding(rel, level, problem))
 
 
-def history_problems(kind: Kind, data: dict[str, Any], expected: Expected) -> list[str]:
+def history_problems(kind: Kind, data: dict[str, Any], expected: Expected) -> list[tuple[Level, str]]:
     """How a record's file disagrees with its history, each naming the field, the event, its author
-    and the fix; [] when the file holds exactly what the history says."""
+    and the fix; [] when the file holds exactly what the history says.
+
+    An error where a change is lost (an older value, a rolled-back file, a disagreement nobody
+    settled); a warning where the file holds something new that no event records (a hand edit, a
+    write cut short, a version line edited): nothing is lost, and ``codexmem resolve`` records it.
+    """
     fields = record_fields(kind, data)
     version = int(data["version"])
     differ: list[tuple[str, Any, FieldState]] = []
-    problems: list[str] = []
+    problems: list[tuple[Level, str]] = []
     for name, state in sorted(expected.fields.items()):
         held = fields.get(name)
         if state.conflict:
             sides = "; ".join(f"{_show(e['set'][name])} by {_who(e)} ({e['event_id']})" for e in state.setters)
             problems.append(
-                f"{name} was changed on two branches ({sides}) and no resolution is recorded: keep the value "
-                "you want in the file, then run `codexmem resolve`"
+                (
+                    "error",
+                    f"{name} was changed on two branches ({sides}) and no resolution is recorded: keep the value "
+                    "you want in the file, then run `codexmem resolve`",
+                )
             )
             continue
         if value_key(held) != value_key(state.value):
@@ -272,30 +280,42 @@ def history_problems(kind: Kind, data: dict[str, Any], expected: Expected) -> li
         newer = ", ".join(name for name, _, _ in differ)
         authors = sorted({_who(h) for h in expected.heads})
         problems.append(
-            f"rolled back: the file is at version {version} but its history reaches version {expected.version} "
-            f"(by {', '.join(authors)}), and holds older values of {newer}: a reset to an older commit? Restore "
-            "the newer values, or run `codexmem resolve` to record the rollback"
+            (
+                "error",
+                f"rolled back: the file is at version {version} but its history reaches version "
+                f"{expected.version} (by {', '.join(authors)}), and holds older values of {newer}: a reset to an "
+                "older commit? Restore the newer values, or run `codexmem resolve` to record the rollback",
+            )
         )
         return problems
     for name, held, state in differ:
         setter = state.setters[0]
         if _older_value(name, held, setter, expected):
             problems.append(
-                f"lost edit: {name} was set to {_show(state.value)} by {_who(setter)} ({setter['at'][:10]}, "
-                f"{setter['event_id']}) but the file holds the older {_show(held)} (a merge that kept one side's "
-                "file?): put the value back, or run `codexmem resolve` to record dropping it"
+                (
+                    "error",
+                    f"lost edit: {name} was set to {_show(state.value)} by {_who(setter)} ({setter['at'][:10]}, "
+                    f"{setter['event_id']}) but the file holds the older {_show(held)} (a merge that kept one "
+                    "side's file?): put the value back, or run `codexmem resolve` to record dropping it",
+                )
             )
         else:
             problems.append(
-                f"{name} is {_show(held)} but {_show(state.value)} since {_who(setter)}'s change "
-                f"({setter['event_id']}), and no event records the change: run `codexmem resolve` to record it"
+                (
+                    "warning",
+                    f"{name} is {_show(held)} but {_show(state.value)} since {_who(setter)}'s change "
+                    f"({setter['event_id']}), and no event records the change: run `codexmem resolve` to record it",
+                )
             )
     for name in unrecorded:
-        problems.append(f"{name} is set in the file but no event records it: run `codexmem resolve` to record it")
+        problems.append(("warning", f"{name} is set in the file but no event records it: run `codexmem resolve`"))
     if version != expected.version and not problems:
         problems.append(
-            f"version {version} but its history reaches version {expected.version}: the version line was edited "
-            "by hand or kept from one side of a merge; run `codexmem resolve`, which sets it"
+            (
+                "warning",
+                f"version {version} but its history reaches version {expected.version}: the version line was "
+                "edited by hand or kept from one side of a merge; run `codexmem resolve`, which sets it",
+            )
         )
     return problems
 

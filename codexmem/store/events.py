@@ -153,6 +153,8 @@ def decode(body: bytes) -> tuple[dict[str, Any] | None, str | None]:
         event = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         return None, f"not a JSON line ({exc.__class__.__name__})"
+    except RecursionError:
+        return None, "nested too deeply to be an event"
     if not isinstance(event, dict):
         return None, "event must be a JSON object"
     problem = validate_event(event)

@@ -333,8 +333,8 @@ class Store:
             raise CodexmemError("ERR_READ_FAILED", f"{rel}: {exc}") from None
         if self._index is not None:
             known = self._index.parsed(kind, rid, channel, raw)
-            if known is not None:
-                return known
+            if known is not None:  # exactly what the file holds: the time of the last change is the index's
+                return {**known, "updated_at": None} if "updated_at" in known else known
         try:
             return usable_record(raw, rel, kind, rid, channel)
         except ValueError as exc:
