@@ -57,6 +57,8 @@ def _values(text: str) -> dict[str, Any]:
         data = json.loads(text)
     except ValueError as exc:
         raise CodexmemError("ERR_INVALID_INPUT", f"--json is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise CodexmemError("ERR_INVALID_INPUT", "--json is nested too deeply: write plain field values") from None
     if not isinstance(data, dict):
         raise CodexmemError("ERR_INVALID_INPUT", "--json must be a JSON object of field keys to values")
     return data

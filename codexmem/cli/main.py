@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -37,6 +38,7 @@ EXIT_USAGE = 2
 EXIT_BUG = 70
 EXIT_INTERRUPTED = 130
 DEBUG_VAR = "CODEXMEM_DEBUG"
+LONG_QUOTED = re.compile(r"'([^'\n]{40})[^'\n]{20,}'")
 
 
 class Parser(argparse.ArgumentParser):
@@ -44,6 +46,7 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
+        message = LONG_QUOTED.sub(lambda m: f"'{m.group(1)}…'", message)  # a pasted 5,000 digits stay one line
         self.exit(EXIT_USAGE, f"codexmem: error: {message} (see `{self.prog} --help`)\n")
 
 

@@ -155,10 +155,15 @@ def ensure_lines(path: Path, wanted: GitLines) -> list[FileChange]:
 
 def _refuse_foreign_folder(path: Path) -> None:
     """A folder that holds anything but what ``init`` adds to is someone's: never write into it."""
+    if not os.path.lexists(path):
+        above = next(p for p in path.parents if os.path.lexists(p))
+        if not above.is_dir():
+            raise CodexmemError(
+                "ERR_INVALID_INPUT", f"{above} is a file, so {path} cannot be made: pass --store with a new folder"
+            )
+        return
     try:
         entries = sorted(os.scandir(path), key=lambda e: e.name)
-    except FileNotFoundError:
-        return
     except NotADirectoryError:
         raise CodexmemError(
             "ERR_INVALID_INPUT", f"{path} exists and is not a folder: pass --store with a new or empty folder"
