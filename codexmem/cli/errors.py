@@ -91,10 +91,9 @@ def _version_conflict(exc: CodexmemError, args: argparse.Namespace) -> str:
 
 
 def _secret_detected(exc: CodexmemError, args: argparse.Namespace) -> str:
-    return (
-        f"refused, nothing was written: {count(len(exc.fields or []), 'value')} "
-        "looked like a credential; remove it, or store where it is kept instead"
-    )
+    n = len(exc.fields or [])
+    holds = "holds" if n == 1 else "hold"
+    return f"refused, nothing was written: {count(n, 'value')} {holds} what looks like a credential"
 
 
 def _channel_ids(args: argparse.Namespace) -> list[str] | None:
