@@ -119,11 +119,11 @@ _GENERIC_NAME = re.compile(
 )
 _PASSWORD_NAME = re.compile(r"(?i:passw(?:or)?d|pwd|passphrase)" + _NAME_TAIL)
 _CONTEXT_MIN = 8
-"""A contextual value this long or longer is judged (the brief of issue 18: ``api_key=`` and 8+)."""
+"""Contextual values this long or longer are judged: ``api_key=aB3dE5gH``, ``db password=hunter2hunter2``."""
+_ALNUM_RUN = re.compile(r"[A-Za-z0-9]{8,}")
 # Unquoted values that read as code or prose rather than as a password.
 _TYPE_NAME = re.compile(r"[A-Z][a-z]+(?:[A-Z][a-z0-9]*)+")  # SecretStr, PasswordField
 _VARIABLE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")  # db_password, DB_PASSWORD
-_ALNUM_RUN = re.compile(r"[A-Za-z0-9]{8,}")
 _PLAIN_WORD = re.compile(r"[A-Za-z][a-z]*|[A-Z]+")  # incorrect, Expired, REQUIRED
 # ``Password=...`` inside a connection string: ADO.NET / ODBC / JDBC properties or a libpq DSN.
 _CONN_PASSWORD = re.compile(r"(?i)(?<![A-Za-z0-9_])(?:password|pwd)[ \t]*=[ \t]*(?P<v>[^;\s\"'{}]{1,256})")
@@ -372,17 +372,17 @@ def _secret_value(value: str, min_len: int = 16) -> bool:
     )
 
 
-def _mixed_all(value: str) -> bool:
-    """Lower case, upper case and digits, all three."""
-    return bool(re.search(r"[a-z]", value) and re.search(r"[A-Z]", value) and re.search(r"[0-9]", value))
+def _classes(value: str) -> int:
+    """How many of lower case, upper case and digits ``value`` uses."""
+    lower = any("a" <= c <= "z" for c in value)
+    upper = any("A" <= c <= "Z" for c in value)
+    digit = any("0" <= c <= "9" for c in value)
+    return lower + upper + digit
 
 
 def _mixed(value: str) -> bool:
     """Real shaped tokens are random: at least two of lower / upper / digit."""
-    lower = any("a" <= c <= "z" for c in value)
-    upper = any("A" <= c <= "Z" for c in value)
-    digit = any("0" <= c <= "9" for c in value)
-    return lower + upper + digit >= 2
+    return _classes(value) >= 2
 
 
 # ---------------------------------------------------------------------------- the scanner
@@ -483,7 +483,7 @@ def _aws_secret_ok(value: str) -> bool:
 def _token_like(value: str) -> bool:
     """One unbroken run of lower, upper and digits (``udgK6Hikoqx``): a short token, even where the
     entropy test is unsure; identifiers break their words with ``_``, ``-`` or ``.``."""
-    if not (_ALNUM_RUN.fullmatch(value) and _mixed_all(value)):
+    if not (_ALNUM_RUN.fullmatch(value) and _classes(value) == 3):
         return False
     return not (_is_placeholder(value) or _is_hashlike(value) or _TYPE_NAME.fullmatch(value))
 

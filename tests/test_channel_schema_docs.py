@@ -136,6 +136,24 @@ def test_an_unknown_key_names_the_keys_allowed_there() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("field", "path", "says"),
+    [
+        ({"config": {"colour": "red"}}, "fields[0].config.colour", "config has max_length, min, max, max_stars"),
+        (
+            {"config": {"options": [{"value": "a", "colour": "red"}]}},
+            "fields[0].config.options[0].colour",
+            "an option has value, label, color",
+        ),
+    ],
+)
+def test_unknown_keys_deeper_down_name_their_own_keys(field: dict[str, Any], path: str, says: str) -> None:
+    with pytest.raises(CodexmemError) as info:
+        validate_schema(select(field["config"]))
+    [problem] = info.value.fields or []
+    assert problem["field"] == path and says in problem["message"]
+
+
 def test_a_schema_file_may_name_its_own_id(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store = str(new_store(tmp_path / "s"))
     named = {**FULL, "id": "tasks"}

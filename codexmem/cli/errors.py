@@ -59,12 +59,13 @@ def _allowed(field: dict[str, Any]) -> str:
 def _channel_not_found(exc: CodexmemError, args: argparse.Namespace) -> str:
     channel = getattr(args, "channel", None)
     known = _channel_ids(args)
-    what = f"no channel {channel!r}" if channel else "no such channel"
+    what = f"no channel {channel[:80]!r}" if channel else "no such channel"
     if known is None:
         return f"{what}; `codexmem channels list` names the channels"
     if not known:
         return f"{what}: the store has no channels yet; add one with `codexmem channels add ID --schema FILE.yaml`"
-    return f"{what}; the channels are {', '.join(known)} (`codexmem channels list`)"
+    more = f" and {len(known) - MAX_OPTIONS} more" if len(known) > MAX_OPTIONS else ""
+    return f"{what}; the channels are {', '.join(known[:MAX_OPTIONS])}{more} (`codexmem channels list`)"
 
 
 def _record_not_found(exc: CodexmemError, args: argparse.Namespace) -> str:

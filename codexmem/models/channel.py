@@ -176,7 +176,7 @@ class SchemaProblems(ValueError):
 
 
 def _a(word: str) -> str:
-    return f"an {word}" if word[0] in "aeiou" else f"a {word}"
+    return f"an {word}" if word[0] in "aeio" else f"a {word}"  # an email field, a url field
 
 
 def _structural_problems(i: int, f: FieldDef) -> list[Problem]:

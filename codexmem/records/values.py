@@ -67,7 +67,7 @@ _KEYS_AT: dict[str, tuple[type[BaseModel], str]] = {
 def _unknown_key(loc: tuple[int | str, ...]) -> str:
     """An unknown key, with the keys allowed where it stands (and where it belongs, if elsewhere)."""
     key = str(loc[-1])
-    depth = {1: "schema", 3: "field", 5: "config", 7: "option"}.get(len(loc), "schema")
+    depth = {1: "schema", 3: "field", 4: "config", 6: "option"}.get(len(loc), "schema")
     model, has = _KEYS_AT[depth]
     allowed = [k for k in model.model_fields if k not in ("record_channel_id", "version")]
     hint = ""
