@@ -50,6 +50,7 @@ WarningCode = Literal[
     "WARN_PRIVATE_NOT_STORED",
     "WARN_SECRET_REDACTED",
     "WARN_NO_CHANGE",
+    "WARN_UNREADABLE_FILES",
 ]
 WARNING_CODES: tuple[str, ...] = get_args(WarningCode)
 

@@ -39,10 +39,14 @@ def test_init_in_a_work_tree_creates_the_store_at_the_git_root(
     code, out, err = run(capsys, "init")
     assert (code, err) == (0, "")
     store = repo / ".codexmem"
-    assert (
-        out == f"created {store} for project {load_yaml((store / 'codexmem.yaml').read_text())['projects'][0]['id']}\n"
-    )
     config = load_yaml((store / "codexmem.yaml").read_text())
+    assert out.splitlines() == [
+        f"created {store / '.gitignore'}",
+        f"created {store / '.gitattributes'}",
+        f"created {store / 'codexmem.yaml'}",
+        f"added /_site/ to {repo / '.gitignore'}",
+        f"created {store} for project {config['projects'][0]['id']} (order-web); --shared makes a store of no project",
+    ]
     assert config["format"] == 2
     [project] = config["projects"]
     assert project["name"] == "order-web"
@@ -89,7 +93,7 @@ def test_init_outside_a_repository_needs_a_path_and_makes_a_shared_store(
     monkeypatch.chdir(tmp_path)
     code, out, err = run(capsys, "init")
     assert code == 2 and out == ""
-    assert err.startswith("codexmem init: not inside a git work tree")
+    assert err.startswith("codexmem: error: not inside a git work tree")
     shared = tmp_path / "team-memory"
     code, out, err = run(capsys, "init", "--store", str(shared), "--system", "order-platform")
     assert (code, err) == (0, "")
@@ -151,7 +155,7 @@ def test_a_newer_format_is_refused_with_a_clear_message(tmp_path: Path, capsys: 
     assert "codexmem.yaml: error: this store has format 3, newer than this codexmem understands (2)" in out
     code, out, err = run(capsys, "reindex", "--store", str(store.root))
     assert code == 2 and out == ""
-    assert err.startswith("codexmem reindex: this store has format 3") and "upgrade codexmem" in err
+    assert err.startswith("codexmem: error: this store has format 3") and "upgrade codexmem" in err
 
 
 # ------------------------------------------------------------------ reindex
@@ -207,10 +211,10 @@ def test_no_store_anywhere_is_an_error_on_stderr(
     for command in ("check", "reindex"):
         code, out, err = run(capsys, command)
         assert code == 2 and out == ""
-        assert err.startswith(f"codexmem {command}: no store given and {tmp_path} is not inside a git work tree")
+        assert err.startswith(f"codexmem: error: no store given and {tmp_path} is not inside a git work tree")
         assert "--store" in err and "CODEXMEM_STORE" in err
     code, out, err = run(capsys, "reindex", "--store", str(tmp_path / "nothing-here"))
-    assert code == 2 and out == "" and "codexmem init" in err
+    assert code == 2 and out == "" and "the folder does not exist" in err and "--store" in err
 
 
 # ------------------------------------------------------------------ as a program

@@ -136,7 +136,7 @@ def test_the_store_config_declares_the_project(tmp_path: Path) -> None:
 
 def test_an_in_repo_store_declares_its_own_repository(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "order-web", remote="git@github.com:example/order-web.git")
-    config = init_store(repo / ".codexmem", cwd=repo)
+    config = init_store(repo / ".codexmem", cwd=repo).config
     store = Store(repo / ".codexmem")
     scope, _ = resolve(store, repo)
     assert scope.resolved_by == "config" and scope.project_id == config["projects"][0]["id"]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from codexmem.cli.common import count
+
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
@@ -20,12 +22,11 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from codexmem.cli.common import open_store
     from codexmem.store.gitsetup import driver_command, register_driver
-    from codexmem.store.migrate import ensure_attributes
+    from codexmem.store.init import GITATTRIBUTES, STORE_GIT_FILES, ensure_lines
 
     store = open_store(args)
-    added = ensure_attributes(store.root / ".gitattributes")
-    if added:
-        print(f"{store.root / '.gitattributes'}: added {len(added)} line{'s' if len(added) != 1 else ''}")
+    for change in ensure_lines(store.root / GITATTRIBUTES, STORE_GIT_FILES[GITATTRIBUTES]):
+        print(f"added {count(len(change.added), 'line')} to {change.path}")
     if register_driver(store.root):
         print(f"merge driver registered in this clone: {driver_command()}")
     else:

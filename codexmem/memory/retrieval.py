@@ -66,6 +66,7 @@ class Detail(NamedTuple):
 DETAIL_LEVELS = (Detail(8, 200, 300), Detail(5, 120, 200), Detail(3, 60, 100))
 FIXED_PART_BUDGET = MAX_ANSWER_BYTES - 2500
 MAX_LISTED_RECOVERIES = 10
+UNREADABLE_SHOWN = 3
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,7 @@ def bootstrap_session(
     if not notes:
         warnings.add("WARN_NO_PRIOR_NOTES", "no recent high-value notes were found for this workspace or project")
     related = related_notes(store, ref, warnings, limit=max_notes) if include_related_projects else []
+    warn_unreadable(index, warnings)
 
     def compact_handoff(record: dict[str, Any], level: Detail) -> dict[str, Any]:
         return handoff_view(record, compact=True, items=level.items, chars=level.chars, summary_chars=level.summary)
@@ -147,6 +149,20 @@ def bootstrap_session(
     data["has_more"] = has_more or kept < len(items)
     data["truncated"] = kept < len(items)
     return data
+
+
+def warn_unreadable(index: Index, warnings: Warnings) -> None:
+    """What ``codexmem check`` would report as unreadable is left out of every answer: say so."""
+    bad = index.bad_files()
+    if bad:
+        shown = ", ".join(b.path for b in bad[:UNREADABLE_SHOWN])
+        more = f" and {len(bad) - UNREADABLE_SHOWN} more" if len(bad) > UNREADABLE_SHOWN else ""
+        count = "1 file" if len(bad) == 1 else f"{len(bad)} files"
+        warnings.add(
+            "WARN_UNREADABLE_FILES",
+            f"{count} in the store cannot be read and {'is' if len(bad) == 1 else 'are'} left out of every "
+            f"answer ({shown}{more}); ask the user to run `codexmem check`, which says what is wrong",
+        )
 
 
 def startup_brief(

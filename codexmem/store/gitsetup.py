@@ -20,17 +20,18 @@ from codexmem.gitrepo import discover_repository
 
 DRIVER = "codexmem"
 STORE_ATTRIBUTES = (
-    "# codexmem: record files merge field by field (`codexmem setup` registers the driver in a clone);",
-    "# without it, git's own text merge still merges what nobody disagreed on.",
     "notes/*.md merge=codexmem",
     "handoffs/*.md merge=codexmem",
     "imports/*.yaml merge=codexmem",
     "channels/*/items/*.yaml merge=codexmem",
-    "# Sessions and events are bookkeeping codexmem writes: pull request views collapse them.",
     "sessions/*.yaml merge=codexmem linguist-generated=true",
     "events/** linguist-generated=true",
 )
 """The lines of the store's ``.gitattributes`` (patterns relative to the store's folder)."""
+ATTRIBUTES_COMMENT = (
+    "# codexmem: records merge field by field (`codexmem setup` registers the driver in each clone; without it,"
+    " git's text merge still merges what nobody disagreed on); sessions and events are bookkeeping it writes"
+)
 
 
 def driver_command(python: str | None = None) -> str:
@@ -53,9 +54,3 @@ def register_driver(store_root: Path) -> bool:
             problem = (done.stderr.strip().splitlines() or ["git config failed"])[-1]
             raise CodexmemError("ERR_WRITE_FAILED", f"could not register the merge driver: {problem}")
     return True
-
-
-def missing_attributes(text: str) -> list[str]:
-    """The store's attribute lines that ``text`` (a ``.gitattributes``) lacks, in order."""
-    present = {line.strip() for line in text.splitlines()}
-    return [line for line in STORE_ATTRIBUTES if line not in present]

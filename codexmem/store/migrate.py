@@ -20,9 +20,10 @@ from codexmem.errors import CodexmemError
 from codexmem.models.config import STORE_FORMAT, StoreConfig
 from codexmem.store import events as ev
 from codexmem.store.atomic import TMP_PREFIX, atomic_write, read_bytes_nofollow
-from codexmem.store.gitsetup import missing_attributes, register_driver
+from codexmem.store.gitsetup import register_driver
 from codexmem.store.history import created_fields, record_fields
 from codexmem.store.identity import Writer
+from codexmem.store.init import GITATTRIBUTES, STORE_GIT_FILES, ensure_lines
 from codexmem.store.layout import CONFIG_FILE, Kind, Layout, identify_relpath
 from codexmem.store.recordfile import CREATED_FIELD, parse, validate_record
 from codexmem.store.store import AUTO, Store
@@ -86,7 +87,8 @@ def migrate(root: Path, *, writer: Writer | None = None, branch: str | None = AU
                 report.records += 1
                 report.events += 1
     store.index.close()
-    report.attributes = ensure_attributes(layout.root / ".gitattributes")
+    added = ensure_lines(layout.root / GITATTRIBUTES, STORE_GIT_FILES[GITATTRIBUTES])
+    report.attributes = list(added[0].added) if added else []
     report.driver = register_driver(layout.root)
     atomic_write(layout.config, dump_yaml(config_data).encode("utf-8"))
     return report
@@ -167,17 +169,4 @@ def _already_migrated(layout: Layout) -> set[tuple[str, str]]:
     return done
 
 
-def ensure_attributes(path: Path) -> list[str]:
-    """Add the store's attribute lines ``path`` lacks (its other lines kept); the lines added."""
-    try:
-        current = path.read_text("utf-8")
-    except FileNotFoundError:
-        current = ""
-    missing = missing_attributes(current)
-    if missing:
-        prefix = "" if not current or current.endswith("\n") else "\n"
-        atomic_write(path, (current + prefix + "".join(line + "\n" for line in missing)).encode("utf-8"))
-    return missing
-
-
-__all__ = ["Migration", "ensure_attributes", "migrate"]
+__all__ = ["Migration", "migrate"]

@@ -272,6 +272,15 @@ def _validate_channel(data: dict[str, Any]) -> dict[str, Any]:
     return validate_record(CHANNEL, data, rid, None)
 
 
+def unusable(rel: str, problem: str) -> CodexmemError:
+    """ERR_READ_FAILED for a record file that exists but cannot be used: the path once, then the problem."""
+    problem = problem.removeprefix(rel + ": ")
+    return CodexmemError(
+        "ERR_READ_FAILED",
+        f"{rel} cannot be used: {problem[:300]}; fix or remove the file (codexmem check lists every problem)",
+    )
+
+
 class Store:
     """An opened store: its layout, config, lock, index and the one write path."""
 
@@ -313,11 +322,7 @@ class Store:
         rel = self.layout.path(kind, rid, channel).relative_to(self.root).as_posix()
         bad = self.index.bad_file(rel)
         if bad is not None:
-            problem = bad.problem[len(rel) + 2 :] if bad.problem.startswith(rel + ": ") else bad.problem
-            raise CodexmemError(
-                "ERR_READ_FAILED",
-                f"{rel} cannot be used: {problem[:300]}; fix or remove the file (codexmem check lists every problem)",
-            )
+            raise unusable(rel, bad.problem)
 
     def read_file(self, kind: Kind, rid: str, channel: str | None = None) -> dict[str, Any] | None:
         """Parse and validate one record file; None if absent; ERR_READ_FAILED if it is broken."""
@@ -338,7 +343,7 @@ class Store:
         try:
             return usable_record(raw, rel, kind, rid, channel)
         except ValueError as exc:
-            raise CodexmemError("ERR_READ_FAILED", f"{rel}: {exc}") from None
+            raise unusable(rel, str(exc)) from None
 
     @property
     def index(self) -> Index:
