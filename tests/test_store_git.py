@@ -67,7 +67,9 @@ def _assert_index_matches_files(store: Store) -> None:
     index = store.fresh_index()
     assert {n["note_id"] for n in index.select(NOTE)} == _notes_on_disk(store)
     for note_id in _notes_on_disk(store):
-        assert index.get(NOTE, note_id) == store.read_file(NOTE, note_id)
+        indexed = index.get(NOTE, note_id)
+        assert indexed is not None  # the file as it is, plus the time of its last change (from its events)
+        assert {**indexed, "updated_at": None} == store.read_file(NOTE, note_id)
     # Every logged event of the checked-out tree is known to the index.
     assert {e["event_id"] for e in shard_events(store.root)} <= index_event_ids(store)
 
