@@ -83,7 +83,7 @@ def _check_replaceable(out: Path, story: Story) -> None:
 
 def _create(root: Path, story: Story) -> None:
     """``codexmem init --shared``, then the config and README the team wrote by hand."""
-    written = init_store(root, cwd=root, shared=True)
+    written = init_store(root, cwd=root, shared=True).config
     config = {"format": written["format"], **story.config}
     config |= {k: v for k, v in written.items() if k not in config}  # whatever else init declares
     try:
