@@ -1,8 +1,9 @@
-"""``codexmem serve``: the MCP server over stdio (the only command that imports the SDK)."""
+"""``codexmem serve``: the MCP server over stdio (the only command that imports the SDK, after its handshake)."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 
@@ -12,17 +13,19 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
+    from codexmem.mcp.launch import serve
 
+    serve(lambda: _store_path(args))
+    return 0
+
+
+def _store_path(args: argparse.Namespace) -> Path:
     from codexmem.cli.common import store_path
     from codexmem.errors import CodexmemError
-    from codexmem.mcp.server import serve_stdio
     from codexmem.store.locate import STORE_DIRNAME
 
     try:
-        path = store_path(args)
+        return store_path(args)
     except CodexmemError:
         # Always start: until a store exists every tool answers ERR_STORAGE_UNAVAILABLE.
-        path = Path.cwd() / STORE_DIRNAME
-    serve_stdio(path)
-    return 0
+        return Path.cwd() / STORE_DIRNAME
