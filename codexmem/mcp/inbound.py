@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import re
 from typing import Any
 
@@ -220,8 +219,6 @@ def _unreadable_value(data: Any) -> str:
             stack.extend(item)
         elif isinstance(item, str) and _SURROGATE.search(item):
             return "a string holds an unpaired UTF-16 surrogate (\\ud800-\\udfff): send valid Unicode text"
-        elif isinstance(item, float) and not math.isfinite(item):
-            return "a number is NaN or Infinity, which JSON does not allow"
     return "not a JSON-RPC 2.0 request the server can read"
 
 

@@ -1,14 +1,17 @@
 """Lines on the wire to the SDK's messages and back, after the handshake.
 
 What the SDK's ``stdio_server`` does between its streams and the server (parse each line, write
-each message as one line of ``model_dump_json``), over :mod:`codexmem.mcp.pipes`, with three
-things it cannot do: the handshake's unread lines come first, the SDK's answer to the replayed
-``initialize`` is dropped (the client already has it), and a line over the cap reaches
-:class:`~codexmem.mcp.inbound.AnswerEveryLine` as :class:`~codexmem.mcp.inbound.RequestTooLarge`.
+each message as one line of ``model_dump_json``), over :mod:`codexmem.mcp.pipes`, with what it
+cannot do: the handshake's unread lines come first, the SDK's answer to the replayed
+``initialize`` is dropped (the client already has it), and every line it would drop reaches
+:class:`~codexmem.mcp.inbound.AnswerEveryLine` to be answered: as :class:`RefusedLine` when it
+is not a message (or is a request whose id the SDK would ignore, reading it as a notification),
+as :class:`RequestTooLarge` when it is over the cap.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -52,7 +55,21 @@ async def _read_lines(reader: LineReader, messages: Any) -> None:
             except Exception:  # AnswerEveryLine reads the line again and answers it
                 await messages.send(RefusedLine(line))
                 continue
+            if isinstance(message, types.JSONRPCNotification) and _has_id(line):
+                await messages.send(RefusedLine(line))  # an id the SDK ignores (1.5, true, null): not a notification
+                continue
             await messages.send(SessionMessage(message))
+
+
+def _has_id(line: str) -> bool:
+    """Whether a line the SDK read as a notification has a top-level ``id`` after all."""
+    if '"id"' not in line:
+        return False
+    try:
+        data = json.loads(line)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(data, dict) and "id" in data
 
 
 async def _write_lines(writer: LineWriter, messages: Any, replay_id: str | None) -> None:
