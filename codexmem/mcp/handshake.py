@@ -234,11 +234,11 @@ def _tools_list_result() -> str:
     if _tools_list is None:
         with open(TOOLS_LIST_FILE, "rb") as file:
             tools = json.loads(file.read())
-        _tools_list = _dumps({"tools": [wire_tool(tool) for tool in tools]})
+        _tools_list = _dumps({"tools": [_wire_tool(tool) for tool in tools]})
     return _tools_list
 
 
-def wire_tool(tool: dict[str, Any]) -> dict[str, Any]:
+def _wire_tool(tool: dict[str, Any]) -> dict[str, Any]:
     """A ``tools_list.json`` entry with its keys in the order the SDK writes them."""
     wire = {key: tool[key] for key in sorted(tool)}
     if isinstance(wire.get("annotations"), dict):

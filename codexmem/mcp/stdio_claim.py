@@ -10,10 +10,13 @@ since it runs before the first answer.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import stat
+import sys
 from collections.abc import Iterator
+
+if sys.platform != "win32":  # the SDK's own streams serve on Windows; this module is imported there all the same
+    import fcntl
 
 
 def not_pipes() -> str | None:
@@ -49,7 +52,9 @@ class Wire:
 
 @contextlib.contextmanager
 def claimed_stdio() -> Iterator[Wire]:
-    """The wire, with fd 0 and fd 1 diverted while inside (check :func:`not_pipes` first)."""
+    """The wire, with fd 0 and fd 1 diverted while inside (POSIX; check :func:`not_pipes` first)."""
+    if sys.platform == "win32":
+        raise OSError("stdio is claimed as pipes on POSIX only")
     saved = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3) for fd in (0, 1)]
     wire = Wire(fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3), fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3))
     devnull = os.open(os.devnull, os.O_RDONLY)
