@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pathlib loads after the handshake is answered
+    from pathlib import Path
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -20,6 +22,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _store_path(args: argparse.Namespace) -> Path:
+    from pathlib import Path
+
     from codexmem.cli.common import store_path
     from codexmem.errors import CodexmemError
     from codexmem.store.locate import STORE_DIRNAME

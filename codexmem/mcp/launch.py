@@ -12,14 +12,14 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codexmem.mcp.handshake import answer_handshake
 from codexmem.mcp.stdio_claim import claimed_stdio, not_pipes
 
-if TYPE_CHECKING:  # logging loads after the first answer
+if TYPE_CHECKING:  # logging and pathlib load after the first answer
     import logging
+    from pathlib import Path
 
 STDIO_ENV = "CODEXMEM_STDIO"
 """``CODEXMEM_STDIO=sdk`` serves through the SDK's own (threaded) stdio streams instead of
