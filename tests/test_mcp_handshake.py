@@ -34,6 +34,8 @@ PYTHON = sys.executable
 CODEX_CAPABILITIES = {"experimental": {"codex/auth-change": {}}, "elicitation": {"form": {}, "url": {}}}
 CODEX_CLIENT = {"name": "codex-mcp-client", "title": "Codex", "version": "0.169.0"}
 INITIALIZED = b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
+SDK_IMPORT = re.compile(r"^import time:.*\| *(mcp|mcp_types|pydantic)(\.\S*)?$")
+"""An ``-X importtime`` line for a module of the SDK (or of pydantic, which only the SDK brings in)."""
 
 
 def _initialize(rid: Any = 0, version: str = "2025-06-18", **params: Any) -> bytes:
@@ -79,6 +81,8 @@ class Wire:
         )
         self.buffer = b""
         self.rest = b""
+        self.sdk_loading = False
+        """With ``-X importtime`` and stderr merged: an SDK module was imported before the last answer read."""
 
     def send(self, *lines: bytes) -> None:
         assert self.proc.stdin is not None
@@ -104,6 +108,8 @@ class Wire:
             line = self.line(timeout)
             if line.startswith(b'{"jsonrpc"'):
                 return line
+            if SDK_IMPORT.search(line.decode("utf-8", "replace")):
+                self.sdk_loading = True
 
     def close(self) -> int:
         """Close stdin and wait; whatever the server wrote after the lines read is left in ``rest``."""
@@ -128,23 +134,28 @@ Step = tuple[bytes, int]
 """Lines to send, then how many answers to wait for before the next step."""
 
 
-def _exchange(store: Path, mode: str, steps: list[Step]) -> list[bytes]:
-    wire = Wire(store, mode)
+def _exchange(store: Path, mode: str, steps: list[Step], seen: list[bool] | None = None) -> list[bytes]:
+    """The answers to ``steps``; ``seen`` gets, for each, whether the SDK was loading before it was written."""
+    traced = seen is not None
+    wire = Wire(store, mode, python_flags=("-X", "importtime") if traced else (), merge_stderr=traced)
     answers: list[bytes] = []
     try:
         for lines, count in steps:
             wire.send(lines)
-            answers += [wire.answer() for _ in range(count)]
+            for _ in range(count):
+                answers.append(wire.answer())
+                if seen is not None:
+                    seen.append(wire.sdk_loading)
     finally:
         code = wire.close()
     assert code == 0
     return answers
 
 
-def _both(store: Path, steps: list[Step]) -> tuple[list[bytes], list[bytes]]:
+def _both(store: Path, steps: list[Step], seen: list[bool] | None = None) -> tuple[list[bytes], list[bytes]]:
     """The answers of the handshake path and of the SDK's own streams, run side by side."""
     with ThreadPoolExecutor(2) as pool:
-        fast = pool.submit(_exchange, store, "pipes", steps)
+        fast = pool.submit(_exchange, store, "pipes", steps, seen)
         sdk = pool.submit(_exchange, store, "sdk", steps)
         return fast.result(), sdk.result()
 
@@ -156,8 +167,10 @@ def _both(store: Path, steps: list[Step]) -> tuple[list[bytes], list[bytes]]:
 def test_every_protocol_version_gets_the_sdks_exact_answers(store: Path, version: str) -> None:
     steps = [(_initialize(0, version), 1), (INITIALIZED + _tools_list(1, {"_meta": {"progressToken": 0}}), 1)]
     steps.append((_call(2), 1))
-    fast, sdk = _both(store, steps)
+    seen: list[bool] = []
+    fast, sdk = _both(store, steps, seen)
     assert fast == sdk
+    assert seen == [False, False, True]  # the handshake answered before the SDK loaded; the call, after
     negotiated = version if version in HANDSHAKE_PROTOCOL_VERSIONS else HANDSHAKE_PROTOCOL_VERSIONS[-1]
     assert json.loads(fast[0])["result"]["protocolVersion"] == negotiated
     assert len(json.loads(fast[1])["result"]["tools"]) == len(json.loads(handshake_listing()))
@@ -224,9 +237,11 @@ ANSWERED_SHAPES: dict[str, list[Step]] = {
 
 @pytest.mark.parametrize("steps", ANSWERED_SHAPES.values(), ids=ANSWERED_SHAPES.keys())
 def test_each_shape_the_handshake_answers_matches_the_sdk(store: Path, steps: list[Step]) -> None:
-    fast, sdk = _both(store, steps)
+    seen: list[bool] = []
+    fast, sdk = _both(store, steps, seen)
     assert fast == sdk
     assert all(b'"result"' in answer for answer in fast)
+    assert seen[:2] == [False, False]  # initialize and tools/list: answered before the SDK loaded
 
 
 HANDED_OVER: dict[str, list[Step]] = {

@@ -9,7 +9,7 @@ version), and then hands over: the SDK reads the client's ``initialize`` again u
 ``notifications/initialized`` that followed, and then every line not yet answered, in order.
 
 Only what is certain is answered here. Anything else, or any doubt (an unknown field type,
-duplicate keys, an escaped surrogate, an id that is not a string or an integer), ends the
+duplicate keys, an unpaired surrogate, an id that is not a string or an integer), ends the
 handshake unanswered and the SDK answers it exactly as it would have. Standard library only:
 everything imported here is paid before the first answer.
 """
@@ -48,7 +48,8 @@ MAX_HANDSHAKE_LINE = 1 << 20
 IDLE_HANDOVER_S = 1.0
 """With ``initialize`` answered and no further line for this long, the SDK is loaded while idle."""
 
-_ESCAPED_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+"""What JSON's escapes can put in a string and the SDK's parser refuses (a pair decodes to one character)."""
 
 
 class Handover:
@@ -108,13 +109,25 @@ def answer_handshake(wire: Wire) -> Handover:
 
 def _parse(line: bytes) -> dict[str, Any] | None:
     """The line as a JSON object, or None for anything the SDK's parser might read differently."""
-    if _ESCAPED_SURROGATE.search(line):
-        return None
     try:
         value = json.loads(line.decode("utf-8"), object_pairs_hook=_unique_keys, parse_constant=_no_constant)
     except (ValueError, RecursionError):
         return None
-    return value if isinstance(value, dict) else None
+    return value if isinstance(value, dict) and not _lone_surrogate(value) else None
+
+
+def _lone_surrogate(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str) and _LONE_SURROGATE.search(item):
+            return True
+    return False
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
