@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from hardening_fixtures import RawServer, tool_envelope
 
-from codexmem.mcp.inbound import MAX_ARGUMENT_DEPTH, _leading_id
+from codexmem.mcp.inbound import MAX_ARGUMENT_DEPTH, leading_id
 from codexmem.mcp.pipes import MAX_LINE_BYTES
 from codexmem.store.init import init_store
 
@@ -187,4 +187,4 @@ def test_a_line_over_the_cap_gets_request_too_large_with_its_id(tmp_path: Path) 
     ],
 )
 def test_the_id_is_read_from_the_beginning_of_a_line(head: str, found: Any) -> None:
-    assert _leading_id(head) == found
+    assert leading_id(head) == found

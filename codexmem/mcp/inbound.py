@@ -105,7 +105,7 @@ def _read_again(exc: Exception) -> types.JSONRPCRequest | types.JSONRPCError | N
     if isinstance(exc, RequestTooLarge):
         head = exc.head.decode("utf-8", errors="replace")
         message = f"request too large: a request line may hold at most {exc.limit} bytes ({exc.limit >> 20} MiB)"
-        return _error(_leading_id(head), types.INVALID_REQUEST, message)
+        return _error(leading_id(head), types.INVALID_REQUEST, message)
     found = _refused(exc)
     if found is None:
         log.warning("an unreadable message was dropped: %s", str(exc)[:200])
@@ -225,7 +225,7 @@ def _unreadable_value(data: Any) -> str:
 def _too_deep(line: str) -> types.JSONRPCRequest | types.JSONRPCError:
     """A line nested deeper than the standard library can parse: answered from its first members."""
     problem = f"the request is nested more than {MAX_ARGUMENT_DEPTH} levels deep"
-    rid = _leading_id(line)
+    rid = leading_id(line)
     if rid is not None and _leading_member(line, "method") == "tools/call":
         return types.JSONRPCRequest(jsonrpc="2.0", id=rid, method="tools/call", params=_unreadable({}, problem))
     return _error(rid, types.INVALID_REQUEST, f"Invalid Request: {problem}")
@@ -247,7 +247,7 @@ _SCALAR_END = re.compile(r"[,}\]\s]")
 _DECODER = json.JSONDecoder()
 
 
-def _leading_id(text: str) -> int | str | None:
+def leading_id(text: str) -> int | str | None:
     """The request's id, if the object's top-level ``id`` member is within ``text`` (a line's beginning)."""
     return _usable_id(_leading_member(text, "id"))
 
