@@ -1,12 +1,13 @@
 """Round trip of a trivial tool call through ``codexmem serve``: codexmem's pipes against the SDK's streams.
 
-    .venv/bin/python bench/stdio_rtt.py [--calls 2000] [--rounds 3]
+    .venv/bin/python -m bench.stdio_rtt [--calls 2000] [--rounds 3]
 
 The call names a tool that does not exist, so codexmem answers with its error envelope without
 opening a store: what is left is the transport, the SDK's request handling and the envelope.
 ``CODEXMEM_STDIO=sdk`` makes the server use the SDK's own stdio streams (a worker thread for every
 line read, write and flush); by default it reads and writes its pipes on the event loop
-(``codexmem/mcp/pipes.py``). Servers alternate, ``--rounds`` times each; prints the medians.
+(``codexmem/mcp/pipes.py``, ``codexmem/mcp/transport.py``). Servers alternate, ``--rounds`` times
+each; prints the medians.
 """
 
 from __future__ import annotations

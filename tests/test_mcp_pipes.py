@@ -1,8 +1,10 @@
 """The server's stdio: codexmem's asyncio pipes, and the SDK's streams where pipes cannot serve.
 
 Pipes carry every other stdio test too (the fuzz test sends raw bytes through them); these check
-what is particular to them: stray output kept off the wire, an oversized line dropped without
-losing the next one, the fallback when stdout is a file, and the ``CODEXMEM_STDIO=sdk`` escape.
+what is particular to them: stray output kept off the wire, the handshake's unread bytes read
+first, an oversized line cut to its head without losing the next one, the fallback when stdout
+is a file, and the ``CODEXMEM_STDIO=sdk`` escape. What the server answers to such lines is in
+``test_mcp_every_line.py``; that the handshake comes before the SDK, in ``test_mcp_handshake.py``.
 """
 
 from __future__ import annotations
@@ -95,25 +97,30 @@ ECHO = textwrap.dedent(
     """
     import asyncio, os, sys
     from codexmem.mcp import pipes
+    from codexmem.mcp.stdio_claim import claimed_stdio
     pipes.MAX_LINE_BYTES = int(sys.argv[1])
+    pipes.HEAD_BYTES = 10
 
-    async def main():
-        async with pipes.claimed_stdio() as (reader, writer):
+    async def main(wire):
+        async with pipes.open_pipes(wire, sys.argv[2].encode()) as (reader, writer):
             async for line in reader:
                 print("stray print while serving", flush=True)  # fd 1 is stderr now
                 os.write(1, b"stray write to fd 1\\n")
+                if isinstance(line, pipes.TooLong):
+                    line = "too long, starting " + repr(line.head) + "\\n"
                 await writer.write("echo:" + line)
                 await writer.flush()
-        print("after serving", flush=True)  # fd 1 is the wire again
 
-    asyncio.run(main())
+    with claimed_stdio() as wire:
+        asyncio.run(main(wire))
+    print("after serving", flush=True)  # fd 1 is the wire again
     """
 )
 
 
-def _echo(stdin: bytes, max_line: int = 1 << 20) -> subprocess.CompletedProcess[bytes]:
+def _echo(stdin: bytes, max_line: int = 1 << 20, unread: str = "") -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
-        [PYTHON, "-c", ECHO, str(max_line)], input=stdin, capture_output=True, timeout=60, check=False
+        [PYTHON, "-c", ECHO, str(max_line), unread], input=stdin, capture_output=True, timeout=60, check=False
     )
 
 
@@ -125,30 +132,14 @@ def test_stray_output_while_serving_goes_to_stderr_never_onto_the_wire() -> None
     assert done.stderr.count(b"stray write to fd 1") == 3
 
 
-def test_a_line_over_the_limit_is_dropped_and_the_next_one_read() -> None:
-    done = _echo(b"short\n" + b"x" * 5000 + b"\nafter\n", max_line=1000)
+def test_what_the_handshake_left_unread_is_read_before_the_pipe() -> None:
+    done = _echo(b"rest of a line\nnext\n", unread="replayed\nthe start, ")
     assert done.returncode == 0, done.stderr.decode()
-    assert done.stdout == b"echo:short\necho:after\nafter serving\n"
-    assert b"longer than 1000 bytes was dropped" in done.stderr
+    assert done.stdout == b"echo:replayed\necho:the start, rest of a line\necho:next\nafter serving\n"
 
 
-def test_tools_list_is_answered_before_any_tool_module_or_the_store_is_imported(tmp_path: Path) -> None:
-    """Codex waits about a second for a server's tools: nothing codexmem only needs for calls loads first."""
-    log = tmp_path / "importtime.log"
-    with log.open("wb") as stderr:
-        proc = _serve(tmp_path, stdout=subprocess.PIPE, stderr=stderr, python_flags=("-X", "importtime"))
-        assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write(_session([]))
-        proc.stdin.flush()
-        answers: dict[int, dict[str, Any]] = {}
-        while 2 not in answers:
-            line = proc.stdout.readline()
-            assert line, log.read_text()[-2000:]
-            answers.update(_answers(line))
-        proc.stdin.close()
-        assert proc.wait(timeout=30) == 0
-    assert len(answers[2]["result"]["tools"]) == 18
-    imported = {line.rsplit("|", 1)[-1].strip() for line in log.read_text().splitlines() if "|" in line}
-    assert "codexmem.mcp.server" in imported
-    heavy = {"codexmem.mcp.memory_tools", "codexmem.mcp.record_tools", "codexmem.store.store", "codexmem.records"}
-    assert imported & heavy == set()
+def test_a_line_over_the_limit_comes_out_as_its_head_and_the_next_one_is_read() -> None:
+    done = _echo(b"short\n" + b"0123456789abcdef" * 500 + b"\nafter\n" + b"x" * 3000, max_line=1000)
+    assert done.returncode == 0, done.stderr.decode()
+    expected = b"echo:short\necho:too long, starting b'0123456789'\necho:after\necho:too long, starting b'xxxxxxxxxx'\n"
+    assert done.stdout == expected + b"after serving\n"

@@ -64,7 +64,8 @@ def store_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line, or only ``command``'s part of it when that names a command."""
     parser = Parser(
         prog="codexmem",
         description="Git-native memory and record channels for coding agents, served over MCP.",
@@ -76,14 +77,16 @@ def build_parser() -> argparse.ArgumentParser:
     store_option(common)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name in COMMAND_MODULES:
+    named = [name for name in COMMAND_MODULES if name.removesuffix("_cmd") == command]
+    for name in named or COMMAND_MODULES:
         importlib.import_module(f"codexmem.cli.{name}").register(sub, common)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(words[0] if words else None)  # `codexmem serve` answers sooner without the others
+    args = parser.parse_args(words)
     try:
         result = args.func(args)
     except CodexmemError as exc:

@@ -1,39 +1,43 @@
-"""The server's stdin and stdout as asyncio pipes: lines read and written without worker threads.
+"""The server's wire as asyncio pipes: lines read and written by the event loop, without worker threads.
 
 The SDK's ``stdio_server`` reads and writes through ``anyio.wrap_file``, which hands every line
 read, every write and every flush to a worker thread: about 0.25 ms of each tool call on this
-machine (``bench/stdio_rtt.py``). ``stdio_server`` takes its two streams as arguments, so codexmem
-gives it these instead: the same text lines, moved by the event loop itself.
+machine (``bench/stdio_rtt.py``). codexmem moves the same text lines on the event loop itself,
+over the descriptors :mod:`codexmem.mcp.stdio_claim` took from fd 0 and fd 1 before the handshake.
 
-As the SDK does for its own streams, fd 0 and fd 1 point at the null device and at stderr while
-serving, so a library's stray print or a child process cannot write into the protocol, and both
-are put back on exit. Where the standard streams are not pipes (a file, a terminal on some
-systems) :func:`claimed_stdio` raises :class:`PipesUnavailable` before changing anything, and the
-caller falls back to the SDK's streams.
+A line longer than :data:`MAX_LINE_BYTES` is never buffered whole: the reader keeps its first
+:data:`HEAD_BYTES` (where the request's id usually is) and skips the rest, so the caller can
+still answer it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
-import logging
 import os
-import stat
 from collections.abc import AsyncIterator
 
-log = logging.getLogger("codexmem")
+from codexmem.mcp.stdio_claim import Wire
 
 MAX_LINE_BYTES = 64 << 20
-"""A request line longer than this is dropped (and logged) rather than buffered."""
+"""A request line longer than this is answered "request too large" rather than buffered."""
+HEAD_BYTES = 64 << 10
+"""How much of an over-long line is kept, to find the request's id in."""
+WRITE_OUT_S = 10.0
+"""On closing, how long answers still buffered may wait for the client to read them."""
 
 
-class PipesUnavailable(Exception):
-    """The standard streams cannot be served as asyncio pipes; use the SDK's streams."""
+class TooLong:
+    """An over-long line: its first :data:`HEAD_BYTES` bytes (the rest was skipped)."""
+
+    __slots__ = ("head",)
+
+    def __init__(self, head: bytes) -> None:
+        self.head = head
 
 
 class LineReader:
-    """``async for line in reader``: UTF-8 text lines (newline kept, bad bytes replaced), as the SDK reads them."""
+    """``async for line in reader``: UTF-8 text lines (newline kept, bad bytes replaced), or :class:`TooLong`."""
 
     def __init__(self, reader: asyncio.StreamReader) -> None:
         self._reader = reader
@@ -41,28 +45,29 @@ class LineReader:
     def __aiter__(self) -> LineReader:
         return self
 
-    async def __anext__(self) -> str:
-        while True:
-            try:
-                line = await self._reader.readuntil(b"\n")
-            except asyncio.IncompleteReadError as exc:  # end of input
-                if not exc.partial:
-                    raise StopAsyncIteration from None
-                line = exc.partial
-            except asyncio.LimitOverrunError as exc:
-                await self._skip_line(exc.consumed)
-                continue
-            return line.decode("utf-8", errors="replace")
+    async def __anext__(self) -> str | TooLong:
+        try:
+            line = await self._reader.readuntil(b"\n")
+        except asyncio.IncompleteReadError as exc:  # end of input
+            if not exc.partial:
+                raise StopAsyncIteration from None
+            line = exc.partial
+        except asyncio.LimitOverrunError as exc:
+            return await self._skip_line(exc.consumed)
+        return line.decode("utf-8", errors="replace")
 
-    async def _skip_line(self, consumed: int) -> None:
-        log.warning("a request line longer than %d bytes was dropped", MAX_LINE_BYTES)
+    async def _skip_line(self, consumed: int) -> TooLong:
+        """Keep the head of the line, drop the rest up to and including its newline (or the end of input)."""
+        head = await self._reader.readexactly(min(consumed, HEAD_BYTES))
+        consumed -= len(head)
         while True:
-            await self._reader.readexactly(consumed)
+            while consumed:  # bytes known to hold no newline: discard them a chunk at a time
+                consumed -= len(await self._reader.readexactly(min(consumed, 1 << 20)))
             try:
                 await self._reader.readuntil(b"\n")
-                return
+                return TooLong(head)
             except asyncio.IncompleteReadError:
-                return
+                return TooLong(head)
             except asyncio.LimitOverrunError as exc:
                 consumed = exc.consumed
 
@@ -114,45 +119,37 @@ class LineWriter:
         """Nothing is buffered here: the transport writes at once (drain waits if the pipe is full)."""
         await self._protocol.drain()
 
+    async def written_out(self) -> None:
+        """Wait until the transport has handed every byte to the pipe (the reader may still lag)."""
+        self._transport.set_write_buffer_limits(high=0)  # pauses the protocol while anything is buffered
+        await self._protocol.drain()
+
 
 @contextlib.asynccontextmanager
-async def claimed_stdio() -> AsyncIterator[tuple[LineReader, LineWriter]]:
-    """fd 0 and fd 1 as a line reader and writer on the running loop; restored on exit."""
+async def open_pipes(wire: Wire, unread: bytes = b"") -> AsyncIterator[tuple[LineReader, LineWriter]]:
+    """The wire as a line reader and writer on the running loop; ``unread`` is read before the pipe.
+
+    The transports take over (and close) the wire's descriptors.
+    """
     loop = asyncio.get_running_loop()
-    for fd in (0, 1):
-        try:
-            if not _is_pipe(fd):
-                raise PipesUnavailable(f"fd {fd} is not a pipe or socket")
-        except OSError as exc:
-            raise PipesUnavailable(f"fd {fd}: {exc}") from None
-    saved = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3) for fd in (0, 1)]
-    wire_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
-    wire_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    os.dup2(2, 1)
+    fd_in, fd_out = wire.take()
+    read_file, write_file = os.fdopen(fd_in, "rb", buffering=0), os.fdopen(fd_out, "wb", buffering=0)
     read_transport: asyncio.BaseTransport | None = None
     write_transport: asyncio.WriteTransport | None = None
     try:
         reader = asyncio.StreamReader(limit=MAX_LINE_BYTES)
-        read_transport, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(wire_in, "rb", buffering=0)
-        )
-        write_transport, protocol = await loop.connect_write_pipe(
-            _WriteProtocol, os.fdopen(wire_out, "wb", buffering=0)
-        )
-        yield LineReader(reader), LineWriter(write_transport, protocol)
-    finally:
-        for transport in (read_transport, write_transport):
+        if unread:
+            reader.feed_data(unread)
+        read_transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), read_file)
+        write_transport, protocol = await loop.connect_write_pipe(_WriteProtocol, write_file)
+        writer = LineWriter(write_transport, protocol)
+        yield LineReader(reader), writer
+        with contextlib.suppress(OSError, TimeoutError):  # a client gone or not reading: nothing more to do
+            async with asyncio.timeout(WRITE_OUT_S):  # answers still buffered are written before the pipe closes
+                await writer.written_out()
+    finally:  # a transport closes its pipe once written out; a pipe never connected is closed here
+        for transport, file in ((read_transport, read_file), (write_transport, write_file)):
             if transport is not None:
                 transport.close()
-        for fd, original in zip((0, 1), saved, strict=True):
-            with contextlib.suppress(OSError):
-                os.dup2(original, fd)
-            os.close(original)
-
-
-def _is_pipe(fd: int) -> bool:
-    mode = os.fstat(fd).st_mode
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+            else:
+                file.close()
