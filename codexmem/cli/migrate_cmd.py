@@ -18,10 +18,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from codexmem.cli.common import store_path
+    from codexmem.cli.common import existing_store
     from codexmem.store.migrate import migrate
 
-    root = store_path(args)
+    root = existing_store(args)
     report = migrate(root)
     if not report.records and not report.paths and not report.attributes:
         print(f"migrate: {root} is already in the current format")

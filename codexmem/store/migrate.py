@@ -26,8 +26,8 @@ from codexmem.store.identity import Writer
 from codexmem.store.init import GITATTRIBUTES, STORE_GIT_FILES, ensure_lines
 from codexmem.store.layout import CONFIG_FILE, Kind, Layout, identify_relpath
 from codexmem.store.recordfile import CREATED_FIELD, parse, validate_record
-from codexmem.store.store import AUTO, Store
-from codexmem.store.yamlio import MAX_YAML_BYTES, dump_yaml, load_yaml
+from codexmem.store.store import AUTO, Store, config_mapping
+from codexmem.store.yamlio import MAX_YAML_BYTES, dump_yaml
 
 MIGRATE_ACTOR = "migrate"
 DROPPED = ("workspace_root", "updated_at")
@@ -49,7 +49,7 @@ class Migration:
 def migrate(root: Path, *, writer: Writer | None = None, branch: str | None = AUTO) -> Migration:
     """Migrate the store at ``root``; ERR_INVALID_INPUT (nothing written) when a file cannot be read."""
     layout = Layout(Path(os.path.abspath(root)))
-    raw = _read_config(layout)
+    raw = config_mapping(layout)
     fmt = raw.get("format")
     if fmt not in (1, STORE_FORMAT):
         raise CodexmemError("ERR_INVALID_INPUT", f"{CONFIG_FILE}: format {fmt!r} cannot be migrated (1 can)")
@@ -92,18 +92,6 @@ def migrate(root: Path, *, writer: Writer | None = None, branch: str | None = AU
     report.driver = register_driver(layout.root)
     atomic_write(layout.config, dump_yaml(config_data).encode("utf-8"))
     return report
-
-
-def _read_config(layout: Layout) -> dict[str, Any]:
-    try:
-        data = load_yaml(read_bytes_nofollow(layout.config, MAX_YAML_BYTES), source=CONFIG_FILE)
-    except FileNotFoundError:
-        raise CodexmemError("ERR_STORAGE_UNAVAILABLE", f"no codexmem store at {layout.root}") from None
-    except (OSError, ValueError) as exc:
-        raise CodexmemError("ERR_STORAGE_UNAVAILABLE", f"{CONFIG_FILE} cannot be read: {exc}") from None
-    if not isinstance(data, dict):
-        raise CodexmemError("ERR_STORAGE_UNAVAILABLE", f"{CONFIG_FILE} must be a YAML mapping")
-    return data
 
 
 def _relative_paths(raw: dict[str, Any], root: Path, report: Migration) -> dict[str, Any]:

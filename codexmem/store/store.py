@@ -63,8 +63,8 @@ def cli_actor() -> str:
     return CLI_ACTOR
 
 
-def load_config(layout: Layout) -> StoreConfig:
-    """Read and validate ``codexmem.yaml``; a newer format is refused with a clear message."""
+def config_mapping(layout: Layout) -> dict[str, Any]:
+    """``codexmem.yaml`` as a mapping, before validation (migrate reads earlier formats through it)."""
     try:
         raw = read_bytes_nofollow(layout.config, MAX_YAML_BYTES)
     except FileNotFoundError:
@@ -81,6 +81,12 @@ def load_config(layout: Layout) -> StoreConfig:
         raise CodexmemError("ERR_STORAGE_UNAVAILABLE", f"store config is not valid: {exc}") from None
     if not isinstance(data, dict):
         raise CodexmemError("ERR_STORAGE_UNAVAILABLE", "store config codexmem.yaml must be a YAML mapping")
+    return data
+
+
+def load_config(layout: Layout) -> StoreConfig:
+    """Read and validate ``codexmem.yaml``; a newer format is refused with a clear message."""
+    data = config_mapping(layout)
     fmt = data.get("format")
     if isinstance(fmt, int) and not isinstance(fmt, bool) and fmt > STORE_FORMAT:
         raise CodexmemError(
