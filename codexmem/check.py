@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from codexmem.memory.checks import reference_findings
+from codexmem.memory.checks import file_path_findings, reference_findings
 from codexmem.records.checks import item_findings
 from codexmem.store.check import Finding, scan_store
 
@@ -37,6 +37,7 @@ def check_store(root: Path) -> CheckResult:
     if scan.config is not None:
         findings += item_findings(scan)
         findings += reference_findings(scan)
+        findings += file_path_findings(scan)
     return CheckResult(sorted(findings), scan.counts)
 
 

@@ -20,6 +20,7 @@ __all__ = [
     "RepoInfo",
     "discover_repository",
     "find_git_root",
+    "head_commit",
     "name_from_remote",
     "normalize_path",
     "normalize_remote",
@@ -185,6 +186,35 @@ def read_branch(git_dir: Path) -> str:
     if branch == ".invalid":
         return ""
     return branch
+
+
+_SHA_RE = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+
+
+def head_commit(git_dir: Path, common_dir: Path | None = None) -> str | None:
+    """The commit HEAD points at, read from files (a loose ref, else ``packed-refs``); None when
+    there is none yet (a repository with no commit) or it cannot be read."""
+    line = _first_line(git_dir / "HEAD")
+    if not line:
+        return None
+    if _SHA_RE.match(line):
+        return line  # detached
+    if not line.startswith("ref:"):
+        return None
+    ref = line[len("ref:") :].strip()
+    if ".." in ref.split("/") or not ref.startswith("refs/"):
+        return None
+    common = common_dir or _common_dir(git_dir)
+    for base in (git_dir, common):
+        loose = _first_line(base / ref)
+        if loose and _SHA_RE.match(loose):
+            return loose
+    packed = _read_text(common / "packed-refs", _CONFIG_LIMIT) or ""
+    for entry in packed.splitlines():
+        sha, _, name = entry.partition(" ")
+        if name == ref and _SHA_RE.match(sha):
+            return sha
+    return None
 
 
 def discover_repository(cwd: str | Path) -> RepoInfo:

@@ -36,6 +36,8 @@ COMMAND_MODULES = (
     "setup_cmd",
     "resolve_cmd",
     "merge_cmd",
+    "stale_cmd",
+    "retract_cmd",
 )
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2

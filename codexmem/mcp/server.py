@@ -7,9 +7,11 @@ tool modules import their services inside the handlers, and the store opens on f
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import traceback
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -130,12 +132,22 @@ def build_server(state: ServerState) -> Server[Any]:
         arguments = params.arguments if isinstance(params.arguments, dict) else None
         return to_result(call(state, specs().get(params.name), params.name, arguments))
 
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Server[Any]) -> AsyncIterator[dict[str, Any]]:
+        """Stop the background scan when the server stops: an in-process server (tests, an
+        embedding host) must not leave a thread behind that may hold SQLite's locks at a fork."""
+        try:
+            yield {}
+        finally:
+            await anyio.to_thread.run_sync(state.close)
+
     return Server(
         SERVER_NAME,
         version=__version__,
         instructions=INSTRUCTIONS,
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
+        lifespan=lifespan,
     )
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from codexmem.envelope import fits
 from codexmem.errors import CodexmemError, Warnings
+from codexmem.memory.anchors import note_anchor
 from codexmem.memory.notes import build_note, note_view, same_in_project
 from codexmem.memory.privacy import is_private, screen_arguments
 from codexmem.memory.sessions import require_writable_session, write
@@ -175,6 +176,7 @@ def save_imported_note(
     clean = {**texts, **screen_arguments(store, warnings, screened)}
     if clean != texts and not private:
         note = build(clean)
+    note.anchor = note_anchor(store.config, store.root, scope.project_id, note.file_paths)
     ext, digest = artifact_keys(clean["external_id"], clean["payload_hash"])
     with write(store, session_id, now, warnings) as txn:
         require_writable_session(txn, session_id, scope)

@@ -8,6 +8,7 @@ from typing import Any
 
 from codexmem.envelope import require_fits, shorten
 from codexmem.errors import Warnings
+from codexmem.memory.anchors import Staleness, note_anchor
 from codexmem.memory.privacy import is_private, not_stored, screen_arguments
 from codexmem.memory.sessions import require_writable_session, write
 from codexmem.memory.text import normalize_paths, normalize_tags, required_text
@@ -23,8 +24,9 @@ COMPACT_PATHS = 10
 _FIELDS = ("note_id", "version", "scope", "session_id", "type", "title", "content", "importance", "status", "source")
 
 
-def note_view(record: dict[str, Any], *, compact: bool = False) -> dict[str, Any]:
-    """A note as answers show it, seed fields first; ``compact`` cuts content for list answers."""
+def note_view(record: dict[str, Any], *, compact: bool = False, stale: Staleness | None = None) -> dict[str, Any]:
+    """A note as answers show it, seed fields first; ``compact`` cuts content for list answers, and
+    ``stale`` marks a note whose anchored files changed since it was saved."""
     view = {k: record[k] for k in _FIELDS}
     view["tags"] = record.get("tags", [])
     view["file_paths"] = record.get("file_paths", [])
@@ -40,7 +42,7 @@ def note_view(record: dict[str, Any], *, compact: bool = False) -> dict[str, Any
         if len(view["file_paths"]) > COMPACT_PATHS:
             view["file_paths"] = view["file_paths"][:COMPACT_PATHS]
             view["file_paths_truncated"] = True
-    return view
+    return stale.mark(view, record) if stale is not None else view
 
 
 def save_note(
@@ -89,6 +91,7 @@ def save_note(
     clean = screen_arguments(store, warnings, texts)
     if clean != texts:
         note = build(clean)
+    note.anchor = note_anchor(store.config, store.root, scope.project_id, note.file_paths)
     with write(store, session_id, now, warnings) as txn:
         require_writable_session(txn, session_id, scope)
         same = _same_note(store, note)

@@ -17,6 +17,7 @@ from typing import Any, Literal, NamedTuple
 
 from codexmem.envelope import MAX_ANSWER_BYTES, fit, fits, shorten
 from codexmem.errors import CodexmemError, Warnings
+from codexmem.memory.anchors import Staleness
 from codexmem.memory.handoffs import handoff_view
 from codexmem.memory.lifecycle import recover_idle_sessions
 from codexmem.memory.notes import PREVIEW_CHARS, note_view
@@ -142,9 +143,10 @@ def bootstrap_session(
         (lv for lv in DETAIL_LEVELS if fits(build(lv, defaultdict(list)), warnings, budget=FIXED_PART_BUDGET)),
         DETAIL_LEVELS[-1],
     )
-    items = [("notes", note_view(n, compact=True)) for n in notes]
+    stale = Staleness(store.config, store.root)
+    items = [("notes", note_view(n, compact=True, stale=stale)) for n in notes]
     items += [("handoffs", compact_handoff(h, level)) for h in handoffs[1:]]
-    items += [("related", _related_view(c)) for c in related]
+    items += [("related", _related_view(c, stale)) for c in related]
     data, kept = fit_lists(warnings, items, lambda groups: build(level, groups))
     data["has_more"] = has_more or kept < len(items)
     data["truncated"] = kept < len(items)
@@ -264,9 +266,10 @@ def search(
         )
     ranked = rank(found, scope, now, intent)
     shown = ranked[:limit]
+    stale = Staleness(store.config, store.root)
     data, kept = fit_lists(
         warnings,
-        [("results", result_view(c)) for c in shown],
+        [("results", result_view(c, stale)) for c in shown],
         lambda groups: {"results": groups["results"], "has_more": False, "truncated": False},
     )
     data["has_more"] = kept < len(ranked)
@@ -306,7 +309,7 @@ def score(c: Candidate, scope: ScopeRef, now: datetime, intent: str, best_releva
     return place + STATE_POINTS[rec["status"]] + 10 * importance + recency + relevance + bonus
 
 
-def result_view(c: Candidate) -> dict[str, Any]:
+def result_view(c: Candidate, stale: Staleness) -> dict[str, Any]:
     """One search result: enough to judge it, with the full record one memory_get_note away."""
     rec = c.record
     note = c.kind == "note"
@@ -328,7 +331,7 @@ def result_view(c: Candidate) -> dict[str, Any]:
         view["content_truncated"] = True
     if c.relation_type:
         view.update(related_labels(c))
-    return view
+    return stale.mark(view, rec) if note else view
 
 
 # ------------------------------------------------------------------ recent and get
@@ -356,12 +359,13 @@ def get_recent(
     notes = high_value_notes(index, scope, limit=limit + 1) if include_notes else []
     related = related_notes(store, scope, warnings, limit=limit) if include_related_projects else []
     more = len(handoffs) > limit or len(notes) > limit
+    stale = Staleness(store.config, store.root)
     pairs = itertools.zip_longest(
         [("handoffs", handoff_view(h, compact=True)) for h in handoffs[:limit]],
-        [("notes", note_view(n, compact=True)) for n in notes[:limit]],
+        [("notes", note_view(n, compact=True, stale=stale)) for n in notes[:limit]],
     )
     items = [item for pair in pairs for item in pair if item is not None]
-    items += [("related", _related_view(c)) for c in related]
+    items += [("related", _related_view(c, stale)) for c in related]
 
     def build(groups: Groups) -> dict[str, Any]:
         data = {"handoffs": groups["handoffs"], "notes": groups["notes"]}
@@ -383,11 +387,12 @@ def get_record(store: Store, warnings: Warnings, *, record_id: str, kind: Litera
     if record is None:
         store.raise_if_unreadable(target, record_id)
         raise CodexmemError("ERR_RECORD_NOT_FOUND", f"{kind} {record_id} does not exist")
-    view = note_view if kind == "note" else handoff_view
-    data = {"record": view(record)}
-    if not fits(data, warnings):
-        data = {"record": view(record, compact=True)}
-    return data
+    if kind == "handoff":
+        data = {"record": handoff_view(record)}
+        return data if fits(data, warnings) else {"record": handoff_view(record, compact=True)}
+    stale = Staleness(store.config, store.root)
+    data = {"record": note_view(record, stale=stale)}
+    return data if fits(data, warnings) else {"record": note_view(record, compact=True, stale=stale)}
 
 
 # ------------------------------------------------------------------ related projects
@@ -471,8 +476,8 @@ def related_labels(c: Candidate) -> dict[str, Any]:
     }
 
 
-def _related_view(c: Candidate) -> dict[str, Any]:
-    return {**note_view(c.record, compact=True), **related_labels(c)}
+def _related_view(c: Candidate, stale: Staleness) -> dict[str, Any]:
+    return {**note_view(c.record, compact=True, stale=stale), **related_labels(c)}
 
 
 # ------------------------------------------------------------------ shared queries and fitting

@@ -79,7 +79,7 @@ def resolve_scope(
         )
     remote = explicit or git_remote
     root = normalize_path(repo.root)
-    decl = _declared_project(store.config, store.root, repo, root, remote)
+    decl = declared_project(store.config, store.root, repo, root, remote)
     if decl is not None:
         project_id, project_name, resolved_by = decl.id, decl.name, "config"
     else:
@@ -110,14 +110,14 @@ def resolve_scope(
     )
 
 
-def _declared_project(
+def declared_project(
     config: StoreConfig, store_root: Path, repo: RepoInfo, root: str, remote: str
 ) -> ProjectDecl | None:
     """The config's project for this repository: by declared remote, declared root, or own repository."""
     for decl in config.projects:
         if remote and remote in _remotes(decl):
             return decl
-    by_root = next((d for d in config.projects if root in _roots(d, store_root)), None)
+    by_root = next((d for d in config.projects if root in declared_roots(d, store_root)), None)
     in_own_repo = repo.has_git and store_root.name == STORE_DIRNAME and normalize_path(store_root.parent) == root
     if by_root is None and in_own_repo and config.projects:
         by_root = config.projects[0]
@@ -134,7 +134,7 @@ def _remotes(decl: ProjectDecl) -> set[str]:
     return {normalize_remote(r) for r in decl.remotes} - {""}
 
 
-def _roots(decl: ProjectDecl, store_root: Path) -> set[str]:
+def declared_roots(decl: ProjectDecl, store_root: Path) -> set[str]:
     """The project's declared work trees, each relative to the store's folder (``..``: its own repository)."""
     return {normalize_path(r if os.path.isabs(r) else store_root / r) for r in decl.roots}
 

@@ -8,7 +8,7 @@ beside it are derived from it.
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field
 
@@ -66,12 +66,16 @@ class ScopeRef(StrictModel):
     workspace_id: WorkspaceId
 
 
-class Anchor(StrictModel):
-    """The code a note or handoff describes, as it was when saved: the workspace's commit (HEAD)
-    and the blob id git gives each named file, so ``codexmem stale`` can tell when it changed."""
+GitObjectId = Annotated[str, Field(pattern=r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")]
+"""A commit or blob id as git writes it (SHA-1, or SHA-256 in a repository made with it)."""
 
-    commit: str = Field(pattern=r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
-    files: dict[str, str] = Field(default_factory=dict)
+
+class Anchor(StrictModel):
+    """The code a note describes, as it was when saved: the workspace's commit (HEAD) and the blob
+    id git gives each named file, so ``codexmem stale`` and the tools can tell when it changed."""
+
+    commit: GitObjectId
+    files: dict[str, GitObjectId] = Field(default_factory=dict, max_length=MAX_PATHS)
     """path -> blob id (the file as it was; a path that did not exist then is left out)."""
 
 
@@ -129,7 +133,6 @@ class Handoff(StrictModel):
     files_touched: list[str] = Field(default_factory=list, max_length=MAX_PATHS)
     related_note_ids: list[NoteId] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
     status_reason: str | None = Field(default=None, max_length=MAX_SHORT)
-    anchor: Anchor | None = None
     created_at: Timestamp
     updated_at: Timestamp | None = None
     summary: str = Field(min_length=1, max_length=MAX_CONTENT)

@@ -122,7 +122,7 @@ FORMS: dict[str, FileForm] = {
             ("files_touched",),
             ("related_note_ids",),
         ),
-        book=("scope", "session_id", "source", "created_at", "anchor"),
+        book=("scope", "session_id", "source", "created_at"),
         always=frozenset({"scope"}),
     ),
     "session": FileForm(
