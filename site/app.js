@@ -137,6 +137,7 @@
       if (control.tagName === "SELECT") control.addEventListener("change", apply);
       else control.addEventListener("input", function () { clearTimeout(typing); typing = setTimeout(apply, 120); });
     });
+    this.tools.addEventListener("submit", function (event) { event.preventDefault(); });
     this.tools.addEventListener("reset", function (event) {
       event.preventDefault();
       var state = self.readState();
