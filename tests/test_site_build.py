@@ -41,7 +41,7 @@ from codexmem.models.records import Note
 from codexmem.render.markdown import link_mentions, render_markdown
 from codexmem.render.site import build_site
 from codexmem.render.site import search as search_module
-from codexmem.render.site.build import BuildReport
+from codexmem.render.site.build import BuildReport, plural
 from codexmem.render.site.data import build_day
 from codexmem.render.site.serve import make_server
 from codexmem.render.site.tables import PAGE_ROWS
@@ -716,3 +716,36 @@ def test_no_search_leaves_no_broken_link_and_says_so(fx: Fixture, tmp_path: Path
     assert "built without its search index" in search_page and "pagefind" not in search_page
     assert "data-search=" not in (out / "index.html").read_text()
     assert_links_resolve(out, "/repo/")
+
+
+def test_serve_on_a_busy_port_says_so_in_one_line(tmp_path: Path) -> None:
+    """Run as a person runs it: the installed command, a port another process holds."""
+    import socket
+    import subprocess
+    import sys
+
+    fx = make_store(tmp_path / "store")
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    port = holder.getsockname()[1]
+    try:
+        codexmem = Path(sys.executable).parent / "codexmem"
+        args = [str(codexmem), "site", "--store", str(fx.store.root), "--no-search", "--serve", "--port", str(port)]
+        done = subprocess.run(args, capture_output=True, text=True, timeout=60, check=False)
+    finally:
+        holder.close()
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"codexmem: error: port {port} is in use: pass another with --port N, or --port 0 for a free one"
+    ]
+    assert not (tmp_path / "_site").exists()  # refused before building anything
+    assert main(["site", "--store", str(fx.store.root), "--serve", "--port", "70000"]) == 2
+
+
+def test_the_summary_counts_grammatically() -> None:
+    report = BuildReport(out=Path("/x"), pages=1, written=1)
+    assert report.summary().startswith("wrote 1 of 1 file to /x in 0.00 s (0 unchanged, 0 deleted)")
+    report.search, report.search_seconds = search_module.SearchReport(parts=1, indexed=1, pages_indexed=1), 0.5
+    assert report.summary().endswith("; search: indexed 1 of 1 part (1 page) in 0.50 s")
+    assert plural(1_204, "page") == "1,204 pages"
