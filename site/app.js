@@ -448,9 +448,6 @@
       active = n;
       if (links[n]) links[n].focus();
     }
-    find.setAttribute("aria-expanded", "false");
-    find.setAttribute("aria-controls", "find-results");
-    dropdown.id = "find-results";
     find.addEventListener("input", function () {
       clearTimeout(timer);
       var q = find.value;

@@ -193,7 +193,7 @@ class _SafeMarkdownIt(MarkdownIt):
 def _make() -> MarkdownIt:
     md = _SafeMarkdownIt("commonmark", {"html": False, "linkify": True, "highlight": _highlight})
     md.enable(["table", "strikethrough", "linkify"])
-    md.use(tasklists_plugin)
+    md.use(tasklists_plugin, label=True)  # the label names the checkbox for screen readers
     md.use(footnote_plugin)
     md.core.ruler.after("linkify", "codexmem_mentions", _link_mentions)
     return md
