@@ -14,7 +14,7 @@ computed by the site from what the store holds: a text that names a record links
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 from urllib.parse import unquote
@@ -37,6 +37,8 @@ RECORD_ID_RE = re.compile(r"\b(?:note|handoff|sess|import|item)_[0-9A-HJKMNP-TV-
 """A record id anywhere in a text (the ULID alphabet: no I, L, O, U)."""
 TOKEN_RE = re.compile(r"(?<![\w-])[A-Za-z0-9](?:[\w.-]*[A-Za-z0-9])?(?![\w-])")
 """A word that may be a ticket (``BUG-0012``): looked up, never guessed."""
+_LEAD_RE = re.compile(r"[A-Za-z][A-Za-z_.-]*")
+MAX_PREFIXES = 50
 
 HIGHLIGHT_CLASS = "hl"
 LIGHT_STYLE = "xcode"
@@ -53,11 +55,27 @@ def is_safe_url(url: str) -> bool:
     return match is None or match.group(1).lower() in SAFE_SCHEMES
 
 
-def mention_candidates(text: str) -> set[str]:
-    """Every word of ``text`` that could name a record or a ticket (the caller looks them up)."""
-    found = set(RECORD_ID_RE.findall(text))
-    found.update(m for m in TOKEN_RE.findall(text) if any(c.isdigit() for c in m))
-    return found
+def mention_pattern(tickets: Iterable[str]) -> re.Pattern[str]:
+    """A pattern that finds every record id, and every word that may be one of ``tickets``.
+
+    Tickets usually share a few letter prefixes (``BUG-``), which make a fast search; when they
+    do not, any word with a digit is a candidate. Matches are candidates only: the caller strips
+    trailing dots and keeps what the store holds.
+    """
+    prefixes: set[str] = set()
+    for ticket in tickets:
+        lead = _LEAD_RE.match(ticket)
+        if lead is None:
+            prefixes = set()
+            generic = True
+            break
+        prefixes.add(lead.group(0))
+    else:
+        generic = len(prefixes) > MAX_PREFIXES
+    if generic:
+        return re.compile(rf"{RECORD_ID_RE.pattern}|(?<![\w.-])(?=[\w.-]*?\d)[\w.-]+")
+    words = [re.escape(p) + r"[\w.-]*" for p in sorted(prefixes, key=lambda p: (-len(p), p))]
+    return re.compile("|".join([RECORD_ID_RE.pattern, *(rf"(?<![\w-]){w}" for w in words)]))
 
 
 # ------------------------------------------------------------------ code

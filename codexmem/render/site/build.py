@@ -36,7 +36,7 @@ from codexmem.render.markdown import highlight_css
 from codexmem.render.site.data import load
 from codexmem.render.site.feed import FEED_PATH, feed_context, render_feed
 from codexmem.render.site.pages import Chunk, Page, plan
-from codexmem.render.site.search import PAGEFIND_DIR, SearchReport, update_search
+from codexmem.render.site.search import PAGEFIND_DIR, Indexer, SearchReport
 from codexmem.render.site.tables import chunk_data, render_chunk
 from codexmem.render.site.templating import MarkdownCache, make_env
 from codexmem.resources import data_dir
@@ -157,15 +157,22 @@ def build_site(
     manifest = {} if full else _read_manifest(manifest_path, out)
     previous: dict[str, dict[str, Any]] = manifest.get("pages", {})
     owned = set(previous) or _read_owned(out)
-    writer = _Writer(out, previous, report)
+    indexer = Indexer(str(out), {} if full else manifest.get("search", {})) if search else None
+    writer = _Writer(out, previous, report, indexer)
     jobs = plan(data, generator)
     bar = Progress(len(jobs), progress_stream)
     rows = _RowRenderers(env, site)
-    for job in jobs:
-        for made in job():
-            writer.take(_output(made, env, site, generator, rows))
-        bar.step()
-    bar.done()
+    search_started = time.perf_counter()
+    try:
+        for job in jobs:
+            for made in job():
+                writer.take(_output(made, env, site, generator, rows))
+            bar.step()
+        bar.done()
+    except BaseException:
+        if indexer is not None:
+            indexer.abandon()
+        raise
     feed = feed_context(data, base)
     writer.take(Output(FEED_PATH, _hash(code, _canonical(feed)), lambda: render_feed(feed)))
     report.feed_written = FEED_PATH in writer.written
@@ -179,10 +186,9 @@ def build_site(
     report.markdown = markdown.rendered
     report.seconds = time.perf_counter() - started
     parts: dict[str, str] = {}
-    if search:
-        search_started = time.perf_counter()
-        pages = {path: entry["inputs"] for path, entry in entries.items()}
-        parts, report.search = update_search(str(out), pages, {} if full else manifest.get("search", {}))
+    if indexer is not None:
+        # Parts of the kinds rendered first were indexed while the rest rendered.
+        parts, report.search = indexer.finish()
         report.search_seconds = time.perf_counter() - search_started
     elif (out / PAGEFIND_DIR).is_dir():
         _remove_tree(out / PAGEFIND_DIR)  # an index of pages that may be gone: none is better
@@ -259,8 +265,11 @@ def _code_hash() -> str:
 class _Writer:
     """Writes each output as it comes: skipped when its inputs are unchanged, written when its bytes differ."""
 
-    def __init__(self, out: Path, previous: dict[str, dict[str, Any]], report: BuildReport) -> None:
+    def __init__(
+        self, out: Path, previous: dict[str, dict[str, Any]], report: BuildReport, indexer: Indexer | None
+    ) -> None:
         self.out = out
+        self.indexer = indexer
         self.previous = previous
         self.report = report
         self.entries: dict[str, dict[str, Any]] = {}
@@ -272,6 +281,8 @@ class _Writer:
         old = self.previous.get(output.path)
         if old is not None and old.get("inputs") == output.inputs and _size(target) == old.get("size"):
             self.entries[output.path] = old
+            if self.indexer is not None:
+                self.indexer.page(output.path, output.inputs)
             return
         raw = output.render()
         self.report.rendered += 1
@@ -288,6 +299,8 @@ class _Writer:
             self.report.written_paths.append(output.path)
             self.written.add(output.path)
         self.entries[output.path] = {"inputs": output.inputs, "size": len(raw)}
+        if self.indexer is not None:
+            self.indexer.page(output.path, output.inputs)
 
 
 def _size(path: Path) -> int | None:

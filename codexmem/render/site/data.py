@@ -18,7 +18,7 @@ from typing import Any
 
 from codexmem.models.channel import COLOR_RE, ChannelSchema
 from codexmem.models.records import HANDOFF_STATUSES, NOTE_STATUSES, NOTE_TYPES
-from codexmem.render.markdown import mention_candidates
+from codexmem.render.markdown import RECORD_ID_RE, TOKEN_RE, mention_pattern
 from codexmem.store.layout import CHANNEL, HANDOFF, IMPORT, ITEM, NOTE, SESSION
 from codexmem.store.store import Store
 from codexmem.timeutil import format_ts, utcnow
@@ -87,6 +87,7 @@ class SiteData:
     """session id -> how many notes and handoffs it wrote."""
     mention_urls: dict[str, str] = field(default_factory=dict)
     """Every record id and ticket a text may name -> its URL from the site root."""
+    mention_re: re.Pattern[str] = RECORD_ID_RE
 
     def mentions(self, *texts: str | None, root: str) -> dict[str, str]:
         """The ids and tickets ``texts`` name that the store holds, as URLs relative to a page.
@@ -97,7 +98,8 @@ class SiteData:
         found: dict[str, str] = {}
         for text in texts:
             if text:
-                for token in mention_candidates(text):
+                for word in self.mention_re.findall(text):
+                    token = word.strip("._-")
                     url = self.mention_urls.get(token)
                     if url is not None:
                         found[token] = root + url
@@ -320,11 +322,13 @@ def _collect_mentions(data: SiteData) -> None:
             continue
         for iid, item in data.items[cid].items():
             value = item["values"].get(key)
-            if isinstance(value, str) and value and mention_candidates(value) == {value}:
+            if isinstance(value, str) and TOKEN_RE.fullmatch(value):
                 seen[value] += 1
                 tickets[value] = url_of("item", iid, cid)
-    urls.update({t: u for t, u in tickets.items() if seen[t] == 1 and t not in urls})
+    unique = {t: u for t, u in tickets.items() if seen[t] == 1 and t not in urls}
+    urls.update(unique)
     data.mention_urls = urls
+    data.mention_re = mention_pattern(unique)
 
 
 def texts_of(values: Iterable[object]) -> list[str]:

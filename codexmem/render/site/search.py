@@ -79,45 +79,95 @@ def part_hash(members: dict[str, str]) -> str:
     return h.hexdigest()
 
 
-def update_search(out: str, pages: dict[str, str], previous: dict[str, str]) -> tuple[dict[str, str], SearchReport]:
-    """Index the parts whose pages changed; returns part -> hash (kept in the manifest)."""
-    parts = split_parts(pages)
-    hashes = {name: part_hash(members) for name, members in parts.items()}
-    bundle_root = os.path.join(out, PAGEFIND_DIR)
-    todo = [
-        name
-        for name in parts
-        if previous.get(name) != hashes[name] or not os.path.isfile(os.path.join(bundle_root, name, "pagefind.js"))
-    ]
-    report = SearchReport(parts=len(parts), indexed=len(todo), pages_indexed=sum(len(parts[n]) for n in todo))
-    os.makedirs(bundle_root, exist_ok=True)
-    _index_parts(out, {name: parts[name] for name in todo})
-    _remove_stale(bundle_root, set(parts))
-    listing = json.dumps({"parts": sorted(parts)}, separators=(",", ":")) + "\n"
-    target = os.path.join(bundle_root, PARTS_FILE)
-    if not os.path.isfile(target) or open(target, encoding="utf-8").read() != listing:  # noqa: SIM115
-        tmp = target + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(listing)
-        os.replace(tmp, target)
-    return hashes, report
+class Indexer:
+    """Indexes the parts of each kind as soon as the build has written that kind's pages.
 
+    Pagefind runs in child processes (``PARALLEL`` at a time) while the build renders the next
+    kinds, so on a cold build rendering and indexing overlap.
+    """
 
-def _index_parts(out: str, parts: dict[str, dict[str, str]]) -> None:
-    """Run Pagefind over each part's staging folder, two at a time, then swap the bundles in."""
-    staging = os.path.join(out, STAGING_DIR)
-    shutil.rmtree(staging, ignore_errors=True)
-    try:
-        queue = list(parts.items())
-        running: list[tuple[str, subprocess.Popen[str]]] = []
-        while queue or running:
-            while queue and len(running) < PARALLEL:
-                name, members = queue.pop(0)
-                running.append((name, _start(out, staging, name, members)))
-            name, proc = running.pop(0)
-            _finish(out, name, proc)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    def __init__(self, out: str, previous: dict[str, str]) -> None:
+        self.out = out
+        self.previous = previous
+        self.bundles = os.path.join(out, PAGEFIND_DIR)
+        self.staging = os.path.join(out, STAGING_DIR)
+        self.hashes: dict[str, str] = {}
+        self.report = SearchReport()
+        self.queue: list[tuple[str, dict[str, str]]] = []
+        self.running: list[tuple[str, subprocess.Popen[str]]] = []
+        self.kind: str | None = None
+        self.pages: dict[str, str] = {}
+        self.done: set[str] = set()
+        shutil.rmtree(self.staging, ignore_errors=True)
+        os.makedirs(self.bundles, exist_ok=True)
+
+    def page(self, path: str, inputs: str) -> None:
+        """A written (or unchanged) page of the site; a record page of a new kind closes the last kind."""
+        found = record_page(path)
+        if found is None:
+            return
+        kind = found[0]
+        if kind != self.kind:
+            self._close_kind()
+            if kind in self.done:
+                raise RuntimeError(f"site plan: pages of {kind} are not together")
+            self.kind = kind
+        self.pages[path] = inputs
+        self.poll()
+
+    def _close_kind(self) -> None:
+        if self.kind is None:
+            return
+        for name, members in split_parts(self.pages).items():
+            self.hashes[name] = part_hash(members)
+            self.report.parts += 1
+            bundle = os.path.join(self.bundles, name, "pagefind.js")
+            if self.previous.get(name) != self.hashes[name] or not os.path.isfile(bundle):
+                self.queue.append((name, members))
+                self.report.indexed += 1
+                self.report.pages_indexed += len(members)
+        self.done.add(self.kind)
+        self.kind, self.pages = None, {}
+
+    def poll(self) -> None:
+        """Start queued parts while slots are free; take in the ones that finished."""
+        for entry in list(self.running):
+            if entry[1].poll() is not None:
+                self.running.remove(entry)
+                _finish(self.out, *entry)
+        while self.queue and len(self.running) < PARALLEL:
+            name, members = self.queue.pop(0)
+            self.running.append((name, _start(self.out, self.staging, name, members)))
+
+    def abandon(self) -> None:
+        """The build failed: stop Pagefind and leave the bundles as they were."""
+        for _name, proc in self.running:
+            proc.kill()
+            proc.wait()
+        self.running, self.queue = [], []
+        shutil.rmtree(self.staging, ignore_errors=True)
+
+    def finish(self) -> tuple[dict[str, str], SearchReport]:
+        """Wait for every part, drop the bundles of parts that are gone, list the parts."""
+        try:
+            self._close_kind()
+            while self.queue or self.running:
+                self.poll()
+                if self.running:
+                    self.running[0][1].wait()
+        except BaseException:
+            self.abandon()
+            raise
+        shutil.rmtree(self.staging, ignore_errors=True)
+        _remove_stale(self.bundles, set(self.hashes))
+        listing = json.dumps({"parts": sorted(self.hashes)}, separators=(",", ":")) + "\n"
+        target = os.path.join(self.bundles, PARTS_FILE)
+        if not os.path.isfile(target) or open(target, encoding="utf-8").read() != listing:  # noqa: SIM115
+            tmp = target + ".tmp"
+            with open(tmp, "w", encoding="utf-8") as fh:
+                fh.write(listing)
+            os.replace(tmp, target)
+        return dict(sorted(self.hashes.items())), self.report
 
 
 def _start(out: str, staging: str, name: str, members: Iterable[str]) -> subprocess.Popen[str]:
