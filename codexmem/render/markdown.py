@@ -33,7 +33,8 @@ from pygments.util import ClassNotFound
 _SCHEME_RE = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.\-]*):")
 SAFE_SCHEMES = frozenset({"http", "https", "mailto"})
 
-RECORD_ID_RE = re.compile(r"\b(?:note|handoff|sess|import|item)_[0-9A-HJKMNP-TV-Z]{26}\b")
+RECORD_PREFIXES = ("note", "handoff", "sess", "import", "item")
+RECORD_ID_RE = re.compile(rf"\b(?:{'|'.join(RECORD_PREFIXES)})_[0-9A-HJKMNP-TV-Z]{{26}}\b")
 """A record id anywhere in a text (the ULID alphabet: no I, L, O, U)."""
 TOKEN_RE = re.compile(r"(?<![\w-])[A-Za-z0-9](?:[\w.-]*[A-Za-z0-9])?(?![\w-])")
 """A word that may be a ticket (``BUG-0012``): looked up, never guessed."""
@@ -55,12 +56,13 @@ def is_safe_url(url: str) -> bool:
     return match is None or match.group(1).lower() in SAFE_SCHEMES
 
 
-def mention_pattern(tickets: Iterable[str]) -> re.Pattern[str]:
-    """A pattern that finds every record id, and every word that may be one of ``tickets``.
+def mention_pattern(tickets: Iterable[str]) -> tuple[re.Pattern[str], tuple[str, ...]]:
+    """A pattern that finds every record id and every word that may be one of ``tickets``, and probes.
 
     Tickets usually share a few letter prefixes (``BUG-``), which make a fast search; when they
     do not, any word with a digit is a candidate. Matches are candidates only: the caller strips
-    trailing dots and keeps what the store holds.
+    trailing dots and keeps what the store holds. The probes are substrings one of which every
+    match contains: a text without any of them needs no search.
     """
     prefixes: set[str] = set()
     for ticket in tickets:
@@ -73,9 +75,12 @@ def mention_pattern(tickets: Iterable[str]) -> re.Pattern[str]:
     else:
         generic = len(prefixes) > MAX_PREFIXES
     if generic:
-        return re.compile(rf"{RECORD_ID_RE.pattern}|(?<![\w.-])(?=[\w.-]*?\d)[\w.-]+")
-    words = [re.escape(p) + r"[\w.-]*" for p in sorted(prefixes, key=lambda p: (-len(p), p))]
-    return re.compile("|".join([RECORD_ID_RE.pattern, *(rf"(?<![\w-]){w}" for w in words)]))
+        digits = tuple("0123456789")
+        return re.compile(rf"{RECORD_ID_RE.pattern}|(?<![\w.-])(?=[\w.-]*?\d)[\w.-]+"), digits
+    ordered = sorted(prefixes, key=lambda p: (-len(p), p))
+    words = [rf"(?<![\w-]){re.escape(p)}[\w.-]*" for p in ordered]
+    probes = tuple(f"{prefix}_" for prefix in RECORD_PREFIXES) + tuple(ordered)
+    return re.compile("|".join([RECORD_ID_RE.pattern, *words])), probes
 
 
 # ------------------------------------------------------------------ code
@@ -213,6 +218,9 @@ def _make() -> MarkdownIt:
     md.enable(["table", "strikethrough", "linkify"])
     md.use(tasklists_plugin, label=True)  # the label names the checkbox for screen readers
     md.use(footnote_plugin)
+    # Bare URLs with a scheme are linked by the inline rule; the core rule (which also guesses
+    # links without one, such as www.example.com) took half of a note's rendering time.
+    md.core.ruler.disable("linkify")
     md.core.ruler.after("linkify", "codexmem_mentions", _link_mentions)
     return md
 

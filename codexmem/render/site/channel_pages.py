@@ -32,8 +32,15 @@ def channel_list(data: SiteData) -> list[Rec]:
     ]
 
 
-def _fields(info: Rec) -> list[Rec]:
+def _fields(data: SiteData, cid: str) -> list[Rec]:
     """The schema's fields as templates need them (options keyed by value, with chip classes)."""
+    found = data.fields.get(cid)
+    if found is None:
+        found = data.fields[cid] = _make_fields(data.channels[cid])
+    return found
+
+
+def _make_fields(info: Rec) -> list[Rec]:
     return [
         {
             "key": f["key"],
@@ -120,7 +127,7 @@ def _columns(info: Rec, fields: list[Rec]) -> list[Rec]:
 def items_table(data: SiteData, cid: str) -> Table:
     """The channel's items, newest first; chunks cut in creation order."""
     info = data.channels[cid]
-    fields = _fields(info)
+    fields = _fields(data, cid)
     items = list(data.items[cid].values())
     refs = _relation_refs(data, info, items)
     columns = _columns(info, fields)
@@ -189,7 +196,7 @@ def item_page(data: SiteData, cid: str, item: Rec) -> dict[str, Any]:
     """Status, owner, numbers and dates on top; long texts below (a phone reads the facts first)."""
     info = data.channels[cid]
     iid = item["item_id"]
-    fields = _fields(info)
+    fields = _fields(data, cid)
     known = {f["key"] for f in fields}
     ref = data.ref(iid)
     facts: list[Rec] = []

@@ -88,6 +88,10 @@ class SiteData:
     mention_urls: dict[str, str] = field(default_factory=dict)
     """Every record id and ticket a text may name -> its URL from the site root."""
     mention_re: re.Pattern[str] = RECORD_ID_RE
+    mention_probes: tuple[str, ...] = ()
+    """Substrings one of which every id or ticket contains: most texts hold none, and skip the search."""
+    fields: dict[str, list[Rec]] = field(default_factory=dict)
+    """channel id -> its fields as templates need them (made once per build)."""
 
     def mentions(self, *texts: str | None, root: str) -> dict[str, str]:
         """The ids and tickets ``texts`` name that the store holds, as URLs relative to a page.
@@ -97,7 +101,7 @@ class SiteData:
         """
         found: dict[str, str] = {}
         for text in texts:
-            if text:
+            if text and any(probe in text for probe in self.mention_probes):
                 for word in self.mention_re.findall(text):
                     token = word.strip("._-")
                     url = self.mention_urls.get(token)
@@ -328,7 +332,7 @@ def _collect_mentions(data: SiteData) -> None:
     unique = {t: u for t, u in tickets.items() if seen[t] == 1 and t not in urls}
     urls.update(unique)
     data.mention_urls = urls
-    data.mention_re = mention_pattern(unique)
+    data.mention_re, data.mention_probes = mention_pattern(unique)
 
 
 def texts_of(values: Iterable[object]) -> list[str]:

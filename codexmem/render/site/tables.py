@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import marshal
 import re
 from dataclasses import dataclass, field
 from html import unescape
@@ -84,8 +85,8 @@ def chunk_data(rows: list[Row]) -> list[Any]:
 
 
 def digest(value: Any) -> str:
-    raw = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.blake2b(raw.encode("utf-8"), digest_size=8).hexdigest()
+    """A short version for a chunk's URL (marshal 2: equal data, equal bytes; see build._canonical)."""
+    return hashlib.blake2b(marshal.dumps(value, 2), digest_size=8).hexdigest()
 
 
 def table_context(table: Table, salt: str) -> Rec:

@@ -43,6 +43,28 @@ class MarkdownCache:
         return html
 
 
+class Environments:
+    """One Jinja environment per page depth, whose globals are that depth's ``root`` and the ``site``.
+
+    Macros read ``root`` (links are relative to the page) and ``site`` as globals, so templates
+    import them without context and Jinja builds each macro module once per depth, not once per
+    page (importing with context cost about 0.3 ms a page).
+    """
+
+    def __init__(self, templates: Path, markdown: MarkdownCache, site: dict[str, Any]) -> None:
+        self.templates = templates
+        self.markdown = markdown
+        self.site = site
+        self._by_root: dict[str, Environment] = {}
+
+    def __call__(self, root: str) -> Environment:
+        env = self._by_root.get(root)
+        if env is None:
+            env = self._by_root[root] = make_env(self.templates, self.markdown)
+            env.globals.update(root=root, site=self.site)
+        return env
+
+
 def make_env(templates: Path, markdown: MarkdownCache) -> Environment:
     env = Environment(
         loader=FileSystemLoader(str(templates)),
