@@ -20,6 +20,7 @@ from site_fixtures import NOW, SCRIPT, SVG, Fixture, add_channel, make_store
 from codexmem.cli.site_cmd import parse_now
 from codexmem.render.site import build_site
 from codexmem.render.site.serve import make_server
+from codexmem.render.site.tables import PAGE_ROWS
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [
@@ -32,8 +33,8 @@ ARGS = [
     "--no-first-run",
 ]
 PREFIX = "/repo/"
-BIG = 250
-"""Items in the second channel: three pages of 100."""
+BIG = 2 * PAGE_ROWS + 20
+"""Items in the second channel: three pages, the last one short."""
 AXE = Path(__file__).parent / "vendor" / "axe-core" / "axe.min.js"
 
 pytestmark = [
@@ -303,27 +304,27 @@ def test_a_long_channel_pages_and_sorts_across_every_page(site: tuple[Fixture, s
     _, base = site
     page = tab.page
     page.goto(f"{base}channels/big/")
-    assert page.locator("#items tbody tr").count() == 100
-    assert page.locator("[data-count]").inner_text() == f"Showing 1–100 of {BIG} items."
+    assert page.locator("#items tbody tr").count() == PAGE_ROWS
+    assert page.locator("[data-count]").inner_text() == f"Showing 1–{PAGE_ROWS} of {BIG} items."
     pager = page.locator("[data-pager]")
     pager.get_by_role("link", name="Next →").click()
     assert page.url.endswith("?page=2")
     _settled(page)
-    assert page.locator("[data-count]").inner_text() == f"Showing 101–200 of {BIG} items."
-    assert _column(page, 0)[0] == f"Big item number {BIG - 100}"  # newest first: 150, 149, ...
+    assert page.locator("[data-count]").inner_text() == f"Showing {PAGE_ROWS + 1}–{2 * PAGE_ROWS} of {BIG} items."
+    assert _column(page, 0)[0] == f"Big item number {BIG - PAGE_ROWS}"  # newest first
     pager.get_by_role("link", name="3").click()
     _settled(page)
-    assert page.locator("#items tbody tr").count() == BIG - 200
+    assert page.locator("#items tbody tr").count() == BIG - 2 * PAGE_ROWS
     page.go_back()
     page.wait_for_url(re.compile(r".*\?page=2$"))
     _settled(page)
-    assert _column(page, 0)[0] == f"Big item number {BIG - 100}"
+    assert _column(page, 0)[0] == f"Big item number {BIG - PAGE_ROWS}"
     page.goto(f"{base}channels/big/?sort=-points&status=fixed")
     _settled(page)
     points = [h.rstrip(" ↕↑↓") for h in page.locator("#items thead th").all_inner_texts()].index("Points")
     first = [int(v) for v in _column(page, points)]
     fixed = [(n * 7) % 14 for n in range(BIG) if n % 3 == 2]  # add_channel's points of the fixed items
-    assert first == sorted(fixed, reverse=True)[:100]  # the highest of all rows, not of the first page
+    assert first == sorted(fixed, reverse=True)[:PAGE_ROWS]  # the highest of all rows, not of the first page
     count = len(fixed)
     assert page.locator("[data-count]").inner_text() == f"{count} items (filtered from {BIG})."
     assert tab.errors == []

@@ -22,7 +22,7 @@ from typing import Any
 
 from codexmem.render.site.data import Rec
 
-PAGE_ROWS = 100
+PAGE_ROWS = 50
 CHUNK_ROWS = 1000
 RESERVED_PARAMS = frozenset({"q", "sort", "page"})
 _TAGS_RE = re.compile(r"<[^>]+>")
