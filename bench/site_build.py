@@ -10,7 +10,8 @@ each build in a fresh process, as a person runs ``codexmem site``:
 * no change: the same build again;
 * one change: one note's body edited, then the build (its search part indexed again).
 
-Each row gives the wall time, the render and search times, the build process's own peak memory
+Each row gives the wall time, the render time (pages written; search parts are indexed meanwhile),
+the time search added after the last page, the build process's own peak memory
 (``ru_maxrss``) and the peak of its Pagefind children beside it, and the largest HTML page.
 Then, in Chromium through Playwright, the 10,000-item channel (the largest size's): the bytes of
 its first view, the time to load every row, and the median time of a sort and of a filter from
@@ -434,8 +435,8 @@ def main() -> int:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
     print(
-        "| notes (and items) | build | wall | render | search | files written | codexmem peak | Pagefind peak"
-        " | largest page |"
+        "| notes (and items) | build | wall | render | search after the pages | files written | codexmem peak"
+        " | Pagefind peak | largest page |"
     )
     print("|---:|---|---:|---:|---|---:|---:|---:|---:|")
     for size, step, r in rows:
@@ -443,7 +444,8 @@ def main() -> int:
     if browser:
         print()
         print(
-            f"Channel of {int(browser['rows']):,} items in Chromium: first view {browser['first_view_kb']:.0f} KB of HTML;"
+            f"Channel of {int(browser['rows']):,} items in Chromium: first view"
+            f" {browser['first_view_kb']:.0f} KB of HTML;"
             f" every row loaded {browser['load_all_ms']:.0f} ms after the page; sort {browser['sort_ms']:.1f} ms,"
             f" filter {browser['filter_ms']:.1f} ms (median of 7, click to redrawn table); ?page=2 shows"
             f' "{browser["page_2"]}"'

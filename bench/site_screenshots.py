@@ -44,9 +44,14 @@ def shots(out: Path, now: str) -> list[Path]:
         shutil.copytree(REPO / "store-example", work / "store", ignore=shutil.ignore_patterns(".cache", ".lock"))
         store = Store(work / "store")
         build_site(store, work / "_site", now=parse_now(now))
-        # The item with the most versions: its history has the most to show.
+        # Of the items with the most versions (the longest history), the one with the shortest
+        # description: the whole page, facts to history, fits a picture.
         items = store.fresh_index().select(ITEM, where={"channel": "bugs"}, order=[("id", False)])
-        item = max(items, key=lambda i: (int(i["version"]), i["item_id"]))
+        most = max(int(i["version"]) for i in items)
+        item = min(
+            (i for i in items if int(i["version"]) == most),
+            key=lambda i: (len(str(i["values"].get("description", ""))), i["item_id"]),
+        )
         server = make_server(work / "_site", port=0, prefix="/codexmem/", quiet=True)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         base = f"http://127.0.0.1:{server.server_address[1]}/codexmem/"
@@ -67,10 +72,8 @@ def shots(out: Path, now: str) -> list[Path]:
                     page.wait_for_function("!document.querySelector('[aria-busy=true]')")
                     if name == "search":
                         page.locator("[data-search-results] .result").first.wait_for(timeout=20_000)
-                    if name == "item" and size == "desktop":
-                        page.locator("section.history").scroll_into_view_if_needed()
                     target = out / f"{name}-{size}.png"
-                    page.screenshot(path=str(target), full_page=full and size == "phone")
+                    page.screenshot(path=str(target), full_page=full)
                     made.append(target)
                 context.close()
             browser.close()

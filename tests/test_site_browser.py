@@ -161,6 +161,7 @@ def test_search_results_say_what_they_found(site: tuple[Fixture, str], tab: Watc
     bug = by_title["BUG-0002 Enum mismatch on payment"]  # the ticket is in the item's title
     assert bug["labels"] == ["Item", "Bugs", "New"]
     assert all("#" not in r["excerpt"] for r in results)  # no tag noise
+    assert all(" · " not in r["excerpt"] for r in results)  # nor the labels: they are metadata, not text
     page.locator("[data-search-results] a", has_text="Use generated enum metadata").click()
     page.wait_for_url(f"{base}notes/{fx.notes['Use generated enum metadata']}/")
     assert tab.errors == []

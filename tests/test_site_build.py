@@ -747,5 +747,5 @@ def test_the_summary_counts_grammatically() -> None:
     report = BuildReport(out=Path("/x"), pages=1, written=1)
     assert report.summary().startswith("wrote 1 of 1 file to /x in 0.00 s (0 unchanged, 0 deleted)")
     report.search, report.search_seconds = search_module.SearchReport(parts=1, indexed=1, pages_indexed=1), 0.5
-    assert report.summary().endswith("; search: indexed 1 of 1 part (1 page) in 0.50 s")
+    assert report.summary().endswith("; search: indexed 1 of 1 part (1 page), done 0.50 s after the pages")
     assert plural(1_204, "page") == "1,204 pages"

@@ -85,7 +85,7 @@ class BuildReport:
         if self.search is not None and self.search_seconds is not None:
             text += (
                 f"; search: indexed {self.search.indexed:,} of {plural(self.search.parts, 'part')}"
-                f" ({plural(self.search.pages_indexed, 'page')}) in {self.search_seconds:.2f} s"
+                f" ({plural(self.search.pages_indexed, 'page')}), done {self.search_seconds:.2f} s after the pages"
             )
         return text
 
@@ -166,7 +166,6 @@ def build_site(
     jobs = plan(data, generator)
     bar = Progress(len(jobs), progress_stream)
     rows = _RowRenderers(envs)
-    search_started = time.perf_counter()
     try:
         for job in jobs:
             for made in job():
@@ -191,7 +190,9 @@ def build_site(
     report.seconds = time.perf_counter() - started
     parts: dict[str, str] = {}
     if indexer is not None:
-        # Parts of the kinds rendered first were indexed while the rest rendered.
+        # Parts of the kinds rendered first were indexed while the rest rendered: what is
+        # reported is the time search added after the last page.
+        search_started = time.perf_counter()
         parts, report.search = indexer.finish()
         report.search_seconds = time.perf_counter() - search_started
     elif (out / PAGEFIND_DIR).is_dir():
