@@ -190,7 +190,7 @@
     var self = this;
     this.showControls(state);
     if (this.isDefault(state) && !this.rows) {
-      this.showPager(1, Math.ceil(this.total / this.pageRows), this.total);
+      this.showPager(1, Math.ceil(this.total / this.pageRows));
       return Promise.resolve();
     }
     this.box.setAttribute("aria-busy", "true");
@@ -241,11 +241,11 @@
     if (!shown.length) this.count.textContent = "No " + this.noun + "s match" + filtered + ".";
     else if (shown.length <= this.pageRows) this.count.textContent = plural(shown.length, this.noun) + filtered + ".";
     else this.count.textContent = "Showing " + num(start + 1) + "–" + num(start + slice.length) + " of " + plural(shown.length, this.noun) + filtered + ".";
-    this.showPager(page, pages, shown.length);
+    this.showPager(page, pages);
     this.box.dispatchEvent(new CustomEvent("table:drawn", { bubbles: true }));
   };
 
-  Table.prototype.showPager = function (page, pages, count) {
+  Table.prototype.showPager = function (page, pages) {
     var pager = this.pager;
     pager.innerHTML = "";
     pager.hidden = pages <= 1;
