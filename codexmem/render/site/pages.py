@@ -426,7 +426,6 @@ def _events_table(data: SiteData, events: list[Rec], *, table_id: str, show_wher
     """Events newest first (``events`` is newest first); chunks by month, then by slices of a month."""
     months: dict[str, int] = defaultdict(int)
     rows = []
-    total = len(events)
     for position, event in enumerate(reversed(events)):
         month = event["at"][:7]
         slot = months[month] // CHUNK_ROWS
@@ -435,7 +434,7 @@ def _events_table(data: SiteData, events: list[Rec], *, table_id: str, show_wher
         rows.append(
             Row(
                 ctx=ctx,
-                order=total - position,
+                order=-position,  # newest first; stable when events are appended
                 chunk=f"{month}-{slot:02d}",
                 keys=[event["at"], event["kind"], str(ctx["ref"]["title"])[:40].lower(), ctx["where"].lower() or None],
                 filters={

@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from jinja2 import BytecodeCache, Environment, FileSystemLoader, StrictUndefined
+from jinja2.bccache import Bucket
 from markupsafe import Markup
 
 from codexmem.render.markdown import is_safe_url, link_mentions, render_markdown
@@ -43,6 +44,21 @@ class MarkdownCache:
         return html
 
 
+class _SharedBytecode(BytecodeCache):
+    """Compiled templates kept in memory and shared by the environments of one build."""
+
+    def __init__(self) -> None:
+        self.code: dict[str, bytes] = {}
+
+    def load_bytecode(self, bucket: Bucket) -> None:
+        code = self.code.get(bucket.key)
+        if code is not None:
+            bucket.bytecode_from_string(code)
+
+    def dump_bytecode(self, bucket: Bucket) -> None:
+        self.code[bucket.key] = bucket.bytecode_to_string()
+
+
 class Environments:
     """One Jinja environment per page depth, whose globals are that depth's ``root`` and the ``site``.
 
@@ -56,17 +72,19 @@ class Environments:
         self.markdown = markdown
         self.site = site
         self._by_root: dict[str, Environment] = {}
+        self._bytecode = _SharedBytecode()  # each template compiled once, not once per depth
 
     def __call__(self, root: str) -> Environment:
         env = self._by_root.get(root)
         if env is None:
-            env = self._by_root[root] = make_env(self.templates, self.markdown)
+            env = self._by_root[root] = make_env(self.templates, self.markdown, self._bytecode)
             env.globals.update(root=root, site=self.site)
         return env
 
 
-def make_env(templates: Path, markdown: MarkdownCache) -> Environment:
+def make_env(templates: Path, markdown: MarkdownCache, bytecode: BytecodeCache | None = None) -> Environment:
     env = Environment(
+        bytecode_cache=bytecode,
         loader=FileSystemLoader(str(templates)),
         autoescape=True,
         undefined=StrictUndefined,
