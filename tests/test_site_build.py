@@ -749,3 +749,15 @@ def test_the_summary_counts_grammatically() -> None:
     report.search, report.search_seconds = search_module.SearchReport(parts=1, indexed=1, pages_indexed=1), 0.5
     assert report.summary().endswith("; search: indexed 1 of 1 part (1 page), done 0.50 s after the pages")
     assert plural(1_204, "page") == "1,204 pages"
+
+
+def test_a_new_event_rewrites_only_its_month_of_the_activity_chunks(tmp_path: Path) -> None:
+    fx = make_store(tmp_path / "store")
+    out = tmp_path / "_site"
+    edit_item(fx, "Retry storm on timeout", {"points": 3}, "2026-04-02T09:00:00.000Z")
+    build(fx.store, out)
+    assert (out / "activity/events-2026-03-00.json").is_file() and (out / "activity/events-2026-04-00.json").is_file()
+    edit_item(fx, "Retry storm on timeout", {"points": 8}, "2026-04-03T09:00:00.000Z")
+    report = build(fx.store, out)
+    assert "activity/events-2026-04-00.json" in report.written_paths
+    assert "activity/events-2026-03-00.json" not in report.written_paths
