@@ -10,7 +10,7 @@ clone), several people each writing their own event shards month by month, and
   mix (resolved and superseded notes got there through a second version, as in real use);
 * one session per ~8 notes (almost all ended, a few recovered or paused) and one handoff for
   ~80 % of the sessions (recent ones mostly open, older ones completed or abandoned);
-* a ``bugs`` channel with the 11-field schema of ``store-example/channels/bugs/schema.yaml``
+* a ``bugs`` channel with the 11-field schema of ``scripts/bugs_channel.py`` (the example's)
   and ``min(notes, 10,000)`` items, ~30 % of them triaged again later (versions 2 and 3).
 
 Everything is written through ``Store.transaction`` exactly as codexmem writes (validation,
@@ -45,7 +45,7 @@ from typing import Any
 
 from ulid import ULID
 
-from scripts import build_example_channel as example
+from scripts import bugs_channel
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -491,7 +491,7 @@ def _config() -> dict[str, Any]:
             decl["relations"] = [{"project": "proj_order_api", "relation_type": "depends_on"}]
         projects.append(decl)
     return {
-        "format": 1,
+        "format": 2,
         "system": {"id": SYSTEM_ID, "name": "order-platform"},
         "projects": projects,
         "privacy": {"secrets": "refuse"},
@@ -643,10 +643,10 @@ def _item_plan(rng: random.Random, count: int) -> list[list[Put]]:
     step = 365 * 86400 / max(count, 1)
     for n in range(1, count + 1):
         at = start + timedelta(seconds=step * (n - 1) + rng.random() * step * 0.9)
-        values = example.bug_values(rng, n)
+        values = bugs_channel.bug_values(rng, n)
         values["ticket"] = f"BUG-{n:05d}"
         if rng.random() < 0.6:
-            values.update(example._triage(rng, at))
+            values.update(bugs_channel.triage_values(rng, at))
         iid = _ulid_at("item", at, rng)
         person = rng.choice(PEOPLE)
         item = {
@@ -664,7 +664,7 @@ def _item_plan(rng: random.Random, count: int) -> list[list[Put]]:
                 **item,
                 "version": 2,
                 "updated_at": _ts(edit_at),
-                "values": {**values, **example._triage(rng, edit_at)},
+                "values": {**values, **bugs_channel.triage_values(rng, edit_at)},
             }
             if edit_at < END:
                 changed = tuple(sorted(k for k in v2["values"] if v2["values"][k] != values.get(k)))
@@ -715,7 +715,7 @@ def build(notes: int, seed: int = 1, *, durable: bool = False, quiet: bool = Fal
     from codexmem.store.atomic import atomic_write
     from codexmem.store.init import STORE_GITATTRIBUTES, STORE_GITIGNORE
     from codexmem.store.store import Store
-    from codexmem.store.yamlio import dump_yaml, load_yaml
+    from codexmem.store.yamlio import dump_yaml
 
     base = base_dir(notes, seed)
     if base.exists():
@@ -735,10 +735,8 @@ def build(notes: int, seed: int = 1, *, durable: bool = False, quiet: bool = Fal
     items = _item_plan(rng, min(notes, 10_000))
     with _no_fsync(not durable):
         store = Store(memory)
-        schema_data = load_yaml((REPO / "store-example/channels/bugs/schema.yaml").read_bytes(), source="schema.yaml")
-        schema_data.pop("version", None)
         store._writer_id = WRITERS[PEOPLE[0]]
-        service.add_channel(store, "bugs", schema_data, actor="cli:aiko", now=END - timedelta(days=366))
+        service.add_channel(store, "bugs", bugs_channel.BUGS_SCHEMA, actor="cli:aiko", now=END - timedelta(days=366))
         schema = service.get_schema(store, "bugs")
         for phase in (first, later):
             _write(store, phase)

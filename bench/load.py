@@ -33,8 +33,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from codexmem.check import check_store
 from codexmem.records import service
-from codexmem.store.check import check_store
 from codexmem.store.init import init_store
 from codexmem.store.store import Store
 

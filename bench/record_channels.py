@@ -45,7 +45,7 @@ from codexmem.records import service
 from codexmem.store.init import init_store
 from codexmem.store.layout import ITEM
 from codexmem.store.store import Store
-from scripts import build_example_channel as example
+from scripts import bugs_channel
 
 REPO = Path(__file__).resolve().parent.parent
 NOW = datetime(2026, 3, 13, 10, 52, tzinfo=UTC)  # a Friday
@@ -95,10 +95,10 @@ class Lab:
             base = self.root / f"base-{count}-{seed}"
             init_store(base, cwd=self.root, shared=True)
             store = Store(base)
-            service.add_channel(store, "bugs", example.BUGS_SCHEMA, actor=PERSON, now=NOW)
+            service.add_channel(store, "bugs", bugs_channel.BUGS_SCHEMA, actor=PERSON, now=NOW)
             rng = random.Random(seed)
             for n in range(1, count + 1):
-                service.create_item(store, "bugs", example.bug_values(rng, n), actor=PERSON, now=NOW)
+                service.create_item(store, "bugs", bugs_channel.bug_values(rng, n), actor=PERSON, now=NOW)
             store.index.close()
             self._bases[(count, seed)] = base
         self._copies += 1
@@ -194,7 +194,7 @@ def make_intents(rng: random.Random, count: int) -> list[Intent]:
         sev = rng.randrange(4)
         points = rng.choice((1, 2, 3, 5, 8, 13, 20))
         due = "Friday" if rng.random() < 0.5 else f"2026-04-{rng.randint(1, 30):02d}"
-        area = rng.choice(example.AREA_OPTIONS)
+        area = rng.choice(bugs_channel.AREA_OPTIONS)
         words = {
             "status": status,
             "owner": owner,
@@ -204,7 +204,7 @@ def make_intents(rng: random.Random, count: int) -> list[Intent]:
             "area": area["label"],
         }
         truth = {
-            "status": next(o["value"] for o in example.STATUS_OPTIONS if o["label"] == status),
+            "status": next(o["value"] for o in bugs_channel.STATUS_OPTIONS if o["label"] == status),
             "owner": owner.lower(),
             "severity": f"s{sev + 1}",
             "points": points if points <= 13 else None,
@@ -379,7 +379,7 @@ def _change(people: Store, change: str, read: list[str], rng: random.Random, cou
     if change == "insert":
         for _ in range(2):
             counter[0] += 1
-            values = example.bug_values(rng, 5000 + counter[0])
+            values = bugs_channel.bug_values(rng, 5000 + counter[0])
             service.create_item(people, "bugs", values, actor=PERSON, now=NOW)
     else:
         alive = set(item_ids(people))
@@ -473,7 +473,7 @@ async def experiment_polling(lab: Lab, sizes: Sizes) -> tuple[PollRow, PollRow]:
         for item in touched[edits:]:
             service.delete_item(people, "bugs", item, actor=PERSON, now=NOW)
         filed = [
-            service.create_item(people, "bugs", example.bug_values(rng, 9000 + n), actor=PERSON, now=NOW)["id"]
+            service.create_item(people, "bugs", bugs_channel.bug_values(rng, 9000 + n), actor=PERSON, now=NOW)["id"]
             for n in range(new)
         ]
         expected = set(touched) | set(filed)

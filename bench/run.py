@@ -450,11 +450,11 @@ def baseline_edit_p50(items: int, edits: int) -> float:
     on disk, the derived index) rather than two different validators.
     """
     from codexmem.records.fields import validate_values
-    from codexmem.records.values import schema_from_json
-    from codexmem.store.yamlio import load_yaml
+    from codexmem.records.values import schema_from_json, validate_schema
+    from scripts.bugs_channel import BUGS_SCHEMA, bug_values
 
-    example = generate._example_channel_module()
-    schema_data = load_yaml((generate.REPO / "store-example/channels/bugs/schema.yaml").read_bytes(), source="s")
+    # The schema as a channel stores it (what add_channel writes, version 1).
+    schema_data = validate_schema({**BUGS_SCHEMA, "version": 1}).model_dump(mode="json")
     db = sqlite3.connect(":memory:", isolation_level=None)
     db.executescript(
         """
@@ -471,7 +471,7 @@ def baseline_edit_p50(items: int, edits: int) -> float:
     ids = [f"item_{n:06d}" for n in range(items)]
     db.executemany(
         "INSERT INTO items VALUES (?, 'bugs', 1, ?, '2026-01-01T00:00:00.000Z')",
-        [(i, json.dumps(example.bug_values(rng, n))) for n, i in enumerate(ids)],
+        [(i, json.dumps(bug_values(rng, n))) for n, i in enumerate(ids)],
     )
 
     def edit(item_id: str, values: dict[str, Any], expected: int, key: str) -> dict[str, Any]:

@@ -43,7 +43,7 @@ from codexmem.store.layout import CHANNEL, HANDOFF, IMPORT, ITEM, NOTE, SESSION
 from codexmem.store.store import Store
 from codexmem.store.yamlio import dump_yaml
 from codexmem.timeutil import format_ts
-from scripts.build_example_channel import BUGS_SCHEMA, bug_values
+from scripts.bugs_channel import BUGS_SCHEMA, bug_values
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -137,7 +137,7 @@ def generate(root: Path, *, notes: int, items: int) -> Store:
     rng = random.Random(SEED)
     root.mkdir(parents=True)
     config = {
-        "format": 1,
+        "format": 2,
         "system": {"id": "sys_checkout", "name": "checkout"},
         "projects": [{"id": p, "name": p[5:].replace("_", "-"), "system": "sys_checkout"} for p in PROJECTS],
         "site": {"title": "checkout memory"},

@@ -8,6 +8,10 @@ Two families of rules:
   ``DB_PASSWORD=...`` and friends. The name alone says nothing about the value, so these must
   also look random (length, character classes, Shannon entropy) and must not be something that
   is known to be harmless: placeholders, hashes, UUIDs, record ids, paths, URLs, identifiers.
+* *Passwords*: a value of 8 or more characters assigned to ``password``, ``passwd``, ``pwd`` or
+  ``passphrase`` (``db password=hunter2hunter2``) is a password even when it is made of words,
+  unless it reads as code (a call, an attribute, a variable or type name), a reference or a
+  plain word; in a connection string (``Server=db;User Id=app;Password=...``) any value is.
 
 A memory store is full of hashes, commit ids, ULID record ids and prose, so a false positive
 blocks a legitimate write; the contextual rules are therefore deliberately conservative and
@@ -47,8 +51,10 @@ _RANK: dict[str, int] = {
     "openai_key": 7,
     "aws_secret_key": 8,
     "url_password": 9,
-    "env_secret": 10,
-    "generic_api_key": 11,
+    "connection_string": 10,
+    "env_secret": 11,
+    "password": 12,
+    "generic_api_key": 13,
 }
 
 # Each pass consumes unredacted text and no rule but the PEM one (which wins the first pass) can
@@ -111,6 +117,21 @@ _GENERIC_NAME = re.compile(
     r"|signing[_\-]?key|encryption[_\-]?key|master[_\-]?key|client[_\-]?secret|auth[_\-]?token"
     r"|access[_\-]?token|refresh[_\-]?token|secret|token|passw(?:or)?d|pwd|passphrase|credentials?)" + _NAME_TAIL
 )
+_PASSWORD_NAME = re.compile(r"(?i:passw(?:or)?d|pwd|passphrase)" + _NAME_TAIL)
+_CONTEXT_MIN = 8
+"""Contextual values this long or longer are judged: ``api_key=aB3dE5gH``, ``db password=hunter2hunter2``."""
+_ALNUM_RUN = re.compile(r"[A-Za-z0-9]{8,}")
+# Unquoted values that read as code or prose rather than as a password.
+_TYPE_NAME = re.compile(r"[A-Z][a-z]+(?:[A-Z][a-z0-9]*)+")  # SecretStr, PasswordField
+_VARIABLE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")  # db_password, DB_PASSWORD
+_PLAIN_WORD = re.compile(r"[A-Za-z][a-z]*|[A-Z]+")  # incorrect, Expired, REQUIRED
+# ``Password=...`` inside a connection string: ADO.NET / ODBC / JDBC properties or a libpq DSN.
+_CONN_PASSWORD = re.compile(r"(?i)(?<![A-Za-z0-9_])(?:password|pwd)[ \t]*=[ \t]*(?P<v>[^;\s\"'{}]{1,256})")
+_CONN_CONTEXT = re.compile(
+    r"(?i)(?<![A-Za-z0-9_])(?:server|host|hostname|data source|address|database|databasename|dbname"
+    r"|initial catalog|uid|user id|user|username)[ \t]*=[ \t]*[^\s;=]"
+)
+_CONN_WINDOW = 256
 _BEARER = re.compile(r"earer(?<![A-Za-z0-9][Bb]earer)(?<=[Bb]earer)[ \t]+(?P<v>[A-Za-z0-9\-._~+/]{16,512}=*)")
 # .env / shell / compose lines: UPPER_CASE_NAME=value at the start of a line.
 _ENV = re.compile(
@@ -310,7 +331,11 @@ def _is_structural(value: str) -> bool:
     if _DOTTED.fullmatch(value) and _is_identifier_like(value.split(".", 1)[0].rstrip("?")):
         return True  # a code reference: rust_openssl.hpke.MLKEM768X25519PrivateKey
     if _PATH_START.match(value):
-        return all(_is_identifier_like(segment) for segment in _PATH_SEP.split(value) if segment.strip("~."))
+        return all(
+            _is_identifier_like(segment) or _VERSION_OR_NUMBER.fullmatch(segment)
+            for segment in _PATH_SEP.split(value)
+            if segment.strip("~.")
+        )
     return _is_identifier_like(value)
 
 
@@ -347,12 +372,17 @@ def _secret_value(value: str, min_len: int = 16) -> bool:
     )
 
 
-def _mixed(value: str) -> bool:
-    """Real shaped tokens are random: at least two of lower / upper / digit."""
+def _classes(value: str) -> int:
+    """How many of lower case, upper case and digits ``value`` uses."""
     lower = any("a" <= c <= "z" for c in value)
     upper = any("A" <= c <= "Z" for c in value)
     digit = any("0" <= c <= "9" for c in value)
-    return lower + upper + digit >= 2
+    return lower + upper + digit
+
+
+def _mixed(value: str) -> bool:
+    """Real shaped tokens are random: at least two of lower / upper / digit."""
+    return _classes(value) >= 2
 
 
 # ---------------------------------------------------------------------------- the scanner
@@ -450,12 +480,35 @@ def _aws_secret_ok(value: str) -> bool:
     return not _is_placeholder(value) and not _is_hashlike(value)
 
 
+def _token_like(value: str) -> bool:
+    """One unbroken run of lower, upper and digits (``udgK6Hikoqx``): a short token, even where the
+    entropy test is unsure; identifiers break their words with ``_``, ``-`` or ``.``."""
+    if not (_ALNUM_RUN.fullmatch(value) and _classes(value) == 3):
+        return False
+    return not (_is_placeholder(value) or _is_hashlike(value) or _TYPE_NAME.fullmatch(value))
+
+
+def _password_ok(value: str, quoted: bool, after: str) -> bool:
+    """A value assigned to a password name: a password, unless it reads as something else."""
+    if len(value) < _CONTEXT_MIN or _is_placeholder(value) or value.lower() in _BOOLEANISH:
+        return False
+    if "://" in value or _is_hashlike(value) or _PATH_START.match(value) or _VERSION_OR_NUMBER.fullmatch(value):
+        return False
+    if _PLAIN_WORD.fullmatch(value):  # "password: incorrect" is a sentence, not a password
+        return False
+    if quoted:
+        return True
+    if after[:1] in ("(", "[", ".") or _DOTTED.fullmatch(value):  # get_password(), settings.PASSWORD
+        return False
+    return not (_TYPE_NAME.fullmatch(value) or _VARIABLE.fullmatch(value))
+
+
 def _assignments(text: str, out: list[_Candidate]) -> None:
-    """``api_key=...``, ``"secret": "..."``, ``aws_secret_access_key = ...``, ``Bearer ...``."""
+    """``api_key=...``, ``"secret": "..."``, ``db password=...``, ``aws_secret_access_key = ...``, ``Bearer ...``."""
     for m in _ASSIGN.finditer(text):
         group = "qv" if m.group("qv") is not None else "uv"
         v = m.group(group)
-        if len(v) < 16:
+        if len(v) < _CONTEXT_MIN:
             continue
         hi = m.start()
         lo = max(0, hi - _NAME_WINDOW)
@@ -463,13 +516,33 @@ def _assignments(text: str, out: list[_Candidate]) -> None:
         if not any(hint in window for hint in _NAME_HINTS):
             continue
         # Value tests first: they are cheap and reject almost everything in ordinary text.
+        span = (m.start(group), m.end(group))
         if _aws_secret_ok(v) and _AWS_SECRET_NAME.search(text, lo, hi):
-            out.append((_RANK["aws_secret_key"], m.start(group), m.end(group), "aws_secret_key"))
-        elif _secret_value(v) and _GENERIC_NAME.search(text, lo, hi):
-            out.append((_RANK["generic_api_key"], m.start(group), m.end(group), "generic_api_key"))
+            out.append((_RANK["aws_secret_key"], *span, "aws_secret_key"))
+        elif (_secret_value(v, _CONTEXT_MIN) or _token_like(v)) and _GENERIC_NAME.search(text, lo, hi):
+            out.append((_RANK["generic_api_key"], *span, "generic_api_key"))
+        elif _password_ok(v, group == "qv", text[span[1] : span[1] + 1]) and _PASSWORD_NAME.search(text, lo, hi):
+            out.append((_RANK["password"], *span, "password"))
     for m in _BEARER.finditer(text):
         if _secret_value(m.group("v")):
             out.append((_RANK["generic_api_key"], m.start("v"), m.end("v"), "generic_api_key"))
+
+
+def _connection_strings(text: str, out: list[_Candidate]) -> None:
+    """``Password=`` / ``Pwd=`` among a connection string's other keys: any real value is a password."""
+    lowered = text.lower()
+    if "pwd" not in lowered and "password" not in lowered:
+        return
+    for m in _CONN_PASSWORD.finditer(text):
+        v = m.group("v")
+        if len(v) < 4 or _is_placeholder(v) or v.lower() in _BOOLEANISH or _PATH_START.match(v):
+            continue
+        # A connection string is one line: its other keys are looked for on the password's line.
+        lo = max(text.rfind("\n", 0, m.start()) + 1, m.start() - _CONN_WINDOW)
+        end = text.find("\n", m.end())
+        hi = min(len(text) if end < 0 else end, m.end() + _CONN_WINDOW)
+        if _CONN_CONTEXT.search(text, lo, hi):
+            out.append((_RANK["connection_string"], m.start("v"), m.end("v"), "connection_string"))
 
 
 def find_secrets(text: str) -> list[SecretFinding]:
@@ -477,6 +550,7 @@ def find_secrets(text: str) -> list[SecretFinding]:
     candidates: list[_Candidate] = []
     _shaped(text, candidates)
     _env_lines(text, candidates)
+    _connection_strings(text, candidates)
     _assignments(text, candidates)
     if not candidates:
         return []

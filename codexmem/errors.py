@@ -49,6 +49,8 @@ WarningCode = Literal[
     "WARN_IMPORT_SUPPRESSED",
     "WARN_PRIVATE_NOT_STORED",
     "WARN_SECRET_REDACTED",
+    "WARN_NO_CHANGE",
+    "WARN_UNREADABLE_FILES",
 ]
 WARNING_CODES: tuple[str, ...] = get_args(WarningCode)
 

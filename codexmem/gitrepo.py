@@ -23,6 +23,7 @@ __all__ = [
     "name_from_remote",
     "normalize_path",
     "normalize_remote",
+    "read_branch",
 ]
 
 # Small metadata files (.git gitfile, HEAD, commondir) are tiny; a cap keeps a hostile or corrupt
@@ -170,7 +171,7 @@ def _common_dir(git_dir: Path) -> Path:
     return _join_clean(git_dir, line)
 
 
-def _read_branch(git_dir: Path) -> str:
+def read_branch(git_dir: Path) -> str:
     """Branch from ``HEAD``; a detached, missing or unusual HEAD means "unknown" (``""``)."""
     line = _first_line(git_dir / "HEAD")
     if not line or not line.startswith("ref:"):
@@ -205,7 +206,7 @@ def discover_repository(cwd: str | Path) -> RepoInfo:
         git_dir=found.git_dir,
         common_dir=common,
         remote=_read_remote(common / "config"),
-        branch=_read_branch(found.git_dir),
+        branch=read_branch(found.git_dir),
     )
 
 

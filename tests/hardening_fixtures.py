@@ -71,7 +71,7 @@ class Seeded:
 def store_config(relations: list[dict[str, Any]] | None = None) -> str:
     """A shared store's codexmem.yaml declaring the order-web project (with its relations)."""
     config = {
-        "format": 1,
+        "format": 2,
         "system": {"id": "sys_order_platform", "name": "order-platform"},
         "projects": [
             {

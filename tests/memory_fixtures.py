@@ -88,7 +88,5 @@ def session_in(store: Store, cwd: Path, *, now: datetime = NOW, task: str = "") 
     """Resolve ``cwd`` and start a session there by the services; returns (scope dict, session id)."""
     warnings = Warnings()
     scope = scope_service.resolve_scope(store, warnings, cwd=str(cwd))
-    record = sessions.open_session(
-        store, now, warnings, scope=scope.ref(), task=task, workspace_root=scope.workspace_root
-    )
+    record = sessions.open_session(store, now, warnings, scope=scope.ref(), task=task)
     return scope.as_dict(), str(record["session_id"])

@@ -1,7 +1,7 @@
 """Helpers the record channel tests share: stores with the example bug tracker, a fixed clock, an MCP client.
 
-The bug tracker's schema and its bug generator come from ``scripts/build_example_channel.py``, so
-the tests, the bench and ``store-example/`` describe the same channel.
+The bug tracker's schema and its bug generator come from ``scripts/bugs_channel.py``, so the
+tests, the bench and ``store-example/`` describe the same channel.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from codexmem.mcp.state import ServerState
 from codexmem.records import service
 from codexmem.store.init import init_store
 from codexmem.store.store import Store
-from scripts import build_example_channel as example
+from scripts import bugs_channel
 
 REPO = Path(__file__).resolve().parent.parent
 NOW = datetime(2026, 3, 13, 10, 52, tzinfo=UTC)
@@ -32,8 +32,8 @@ CREATED = NOW - timedelta(days=10)
 PERSON = "cli:tester"
 
 
-BUGS_SCHEMA: dict[str, Any] = example.BUGS_SCHEMA
-bug_values: Callable[..., dict[str, Any]] = example.bug_values
+BUGS_SCHEMA: dict[str, Any] = bugs_channel.BUGS_SCHEMA
+bug_values: Callable[..., dict[str, Any]] = bugs_channel.bug_values
 
 REF_OPTIONS = [
     {"value": "red", "label": "Red", "color": "#ef4444"},

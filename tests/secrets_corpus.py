@@ -156,6 +156,14 @@ def samples(seed: int = SEED) -> list[Sample]:
     add(Sample("env_secret", "Tr0ub4dor" + g.s(DIGITS, 2)))
     for _ in range(6):
         add(Sample("generic_api_key", g.s(ALNUM + "-_", g.rng.randint(20, 44))))
+    for _ in range(4):  # short tokens: 8 to 15 characters under a secret, token or api_key name
+        add(Sample("generic_api_key", g.s(ALNUM, g.rng.randint(8, 15))))
+    words = ["hunter", "sunshine", "dragon", "monkey", "football", "letmein", "shadow", "summer"]
+    for _ in range(6):  # passwords people choose: words and digits, which no entropy test catches
+        first, second = g.rng.sample(words, 2)
+        add(Sample("password", first + g.s(DIGITS, g.rng.randint(1, 4)) + second))
+    for _ in range(5):  # a connection string's password may be short: the other keys say what it is
+        add(Sample("connection_string", g.s(ALNUM + "!#%*-_", g.rng.randint(6, 20))))
     add(Sample("generic_api_key", g.s(LOWER + DIGITS, 32)))
     add(Sample("generic_api_key", g.s("0123456789abcdef", 48)))
     return out
@@ -279,6 +287,47 @@ def _generic_cases(s: Sample, i: int) -> list[Case]:
     ]
 
 
+def _short_generic_cases(s: Sample, i: int) -> list[Case]:
+    v, k = s.value, s.kind
+    name = ["secret", "api_key", "token", "client_secret"][i % 4]
+    return [
+        Case(k, "yaml", f"service:\n  {name}: {v}\n  timeout: 30\n", v),
+        Case(k, "assignment", f"{name}={v}", v),
+        Case(k, "json", json.dumps({"endpoint": "/v1/items", name: v}), v),
+        Case(k, "python", f'{name} = "{v}"', v),
+    ]
+
+
+def _password_cases(s: Sample, i: int) -> list[Case]:
+    v, k = s.value, s.kind
+    return [
+        Case(k, "prose", f"db {['password', 'passwd', 'pwd'][i % 3]}={v}", v),
+        Case(k, "yaml", f"database:\n  user: app\n  password: {v}\n  pool: 5\n", v),
+        Case(k, "json", json.dumps({"user": "app", "password": v}), v),
+        Case(k, "python", f'password = "{v}"', v),
+        Case(k, "ini", f"[client]\nuser = app\npasswd = {v}\n", v),
+        Case(k, "cli", f"mysql -u app --password={v} reports", v),
+        Case(k, "note", f"{_INTROS[i % len(_INTROS)]} the admin login, pwd: {v} (rotate it)", v),
+        Case(k, "passphrase", f"ssh key passphrase: {v}", v),
+    ]
+
+
+def _connection_string_cases(s: Sample, i: int) -> list[Case]:
+    v, k = s.value, s.kind
+    return [
+        Case(k, "ado", f"Server=db.internal;Database=app;User Id=app;Password={v};", v),
+        Case(k, "odbc", f"Driver={{ODBC Driver 18}};Server=tcp:db,1433;Uid=sa;Pwd={v};Encrypt=yes", v),
+        Case(k, "libpq", f"host=db.internal port=5432 dbname=app user=app password={v} sslmode=require", v),
+        Case(k, "jdbc", f"jdbc:sqlserver://db:1433;databaseName=app;user=sa;password={v};", v),
+        Case(
+            k,
+            "appsettings",
+            json.dumps({"ConnectionStrings": {"Default": f"Server=db;Database=app;User Id=app;Password={v};"}}),
+            v,
+        ),
+    ]
+
+
 def cases(seed: int = SEED) -> list[Case]:
     """Every sample embedded in several realistic shapes."""
     out: list[Case] = []
@@ -293,8 +342,14 @@ def cases(seed: int = SEED) -> list[Case]:
             out += _url_password_cases(s, i)
         elif s.kind == "env_secret":
             out += _env_secret_cases(s, i)
+        elif s.kind == "generic_api_key" and len(s.value) < 16:
+            out += _short_generic_cases(s, i)
         elif s.kind == "generic_api_key":
             out += _generic_cases(s, i)
+        elif s.kind == "password":
+            out += _password_cases(s, i)
+        elif s.kind == "connection_string":
+            out += _connection_string_cases(s, i)
         else:
             out += _shaped_cases(s, i)
     return out
@@ -440,6 +495,44 @@ def lookalikes(seed: int = SEED) -> list[str]:
         "onresumptiontoken: options2?.onresumptiontoken",
         "X25519PrivateKey = rust_openssl.hpke.MLKEM768X25519PrivateKey",
         "APP_SECRET=@Microsoft.KeyVault(SecretUri=https://kv.vault.azure.net/secrets/app)",
+        # what a password, secret or token assignment is not (issue 18: each of these must pass)
+        "password=${DB_PASSWORD}",
+        "password: <your password>",
+        'api_key = os.environ["API_KEY"]',
+        '"password": "********"',
+        "the password field needs 8 or more characters",
+        "password: Optional[str] = None",
+        "password: SecretStr",
+        "password: PasswordField",
+        "password = get_password(user)",
+        "password = PasswordHasher()",
+        "password = self._password",
+        "password = db_password",
+        "password: process.env.DB_PASSWORD",
+        "password: '{{ .Values.db.password }}'",
+        "password: !vault |",
+        "password: incorrect",
+        "Password: Expired",
+        "the password: see 1Password",
+        "old_password: hunter2",
+        "password_min_length: 12",
+        "password_hash = bcrypt.hashpw(password, salt)",
+        "if password == confirm_password:",
+        "reset_password: /api/v1/users/reset",
+        "passwd:         files systemd",
+        "pwd = os.getcwd()",
+        "PWD=/home/runner/work/app",
+        "pwd: ${{ github.workspace }}",
+        "api_key: required",
+        "api_key = settings.OPENAI_API_KEY",
+        "token = request.headers.get('Authorization')",
+        "token: NPM_TOKEN",
+        "secret: db-credentials",
+        "secretName: tls-secret",
+        "Server=db.internal;Database=app;Integrated Security=true;",
+        "Server=db;Database=app;User Id=app;Password=;",
+        "host=db port=5432 dbname=app user=app password=$PGPASSWORD",
+        "Password must contain a digit; pwd reuse is blocked.",
     ]
 
 

@@ -36,7 +36,7 @@ WEB = ScopeRef(system_id="sys_order_platform", project_id="proj_order_web", work
 API = ScopeRef(system_id="sys_order_platform", project_id="proj_order_api", workspace_id="ws_order_api_5e6f7a8b")
 
 CONFIG = {
-    "format": 1,
+    "format": 2,
     "system": {"id": "sys_order_platform", "name": "order-platform"},
     "projects": [
         {
@@ -140,7 +140,6 @@ def _memory(fx: Fixture) -> None:
             status="ended",
             task=["Fix order validation", f"Payment enum cleanup {SVG}", "API enum source"][i],
             branch_name=f"fix/branch-{i}",
-            workspace_root=f"/work/{scope.project_id}",
             started_at=ts(day),
             ended_at=ts(day, 11),
             updated_at=ts(day, 11),

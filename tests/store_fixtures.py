@@ -184,9 +184,8 @@ def assert_index_equals_rebuild(store: Store) -> dict[str, list[dict[str, Any]]]
     return snapshot
 
 
-def index_event_ids(store: Store, *, include_synthesized: bool = True) -> set[str]:
-    rows = store.index.conn.execute("SELECT event_id, synthesized FROM events").fetchall()
-    return {r[0] for r in rows if include_synthesized or not r[1]}
+def index_event_ids(store: Store) -> set[str]:
+    return {r[0] for r in store.index.conn.execute("SELECT event_id FROM events")}
 
 
 # ---------------------------------------------------------------- writer processes

@@ -27,7 +27,7 @@ from codexmem.store.store import Store
 
 GOLDEN = Path(__file__).parent / "golden"
 CONFIG = """\
-format: 1
+format: 2
 system: {id: sys_order_platform, name: order-platform}
 projects:
   - id: proj_order_web
@@ -109,10 +109,12 @@ def test_cli_check_detects_drift(store: Store, tmp_path: Path) -> None:
     args = ["agents", "--store", str(store.root), "--project", "proj_order_web", "--out", str(out)]
     assert run_cli(*args).returncode == 0
     assert run_cli(*args, "--check").returncode == 0
-    out.write_text(out.read_text() + "hand edit\n")
+    out.write_text("# Ours\n\n" + out.read_text() + "hand edit\n")  # outside the block: people's text
+    assert run_cli(*args, "--check").returncode == 0
+    out.write_text(out.read_text().replace("order-web", "order-wbe", 1))  # inside the block: drift
     result = run_cli(*args, "--check")
     assert result.returncode == 1
-    assert "differs" in result.stderr
+    assert "the codexmem block differs" in result.stderr
 
 
 def test_cli_needs_a_project_when_several_are_declared(store: Store) -> None:

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from store_fixtures import GIT_ENV, PYTHON, make_repo, new_store, note_model, start_session, write_note
 
+from codexmem.check import check_store
 from codexmem.cli.main import main
-from codexmem.store.check import check_store
-from codexmem.store.layout import NOTE, serialize
+from codexmem.store.layout import NOTE
+from codexmem.store.recordfile import serialize
 from codexmem.store.yamlio import load_yaml
 
 
@@ -38,11 +39,15 @@ def test_init_in_a_work_tree_creates_the_store_at_the_git_root(
     code, out, err = run(capsys, "init")
     assert (code, err) == (0, "")
     store = repo / ".codexmem"
-    assert (
-        out == f"created {store} for project {load_yaml((store / 'codexmem.yaml').read_text())['projects'][0]['id']}\n"
-    )
     config = load_yaml((store / "codexmem.yaml").read_text())
-    assert config["format"] == 1
+    assert out.splitlines() == [
+        f"created {store / '.gitignore'}",
+        f"created {store / '.gitattributes'}",
+        f"created {store / 'codexmem.yaml'}",
+        f"added /_site/ to {repo / '.gitignore'}",
+        f"created {store} for project {config['projects'][0]['id']} (order-web); --shared makes a store of no project",
+    ]
+    assert config["format"] == 2
     [project] = config["projects"]
     assert project["name"] == "order-web"
     assert project["id"].startswith("proj_order_web_")
@@ -51,7 +56,8 @@ def test_init_in_a_work_tree_creates_the_store_at_the_git_root(
     assert config["privacy"] == {"secrets": "refuse"}
     assert "/.cache/" in (store / ".gitignore").read_text().splitlines()
     assert "/.lock" in (store / ".gitignore").read_text().splitlines()
-    assert "events/**/*.jsonl merge=union" in (store / ".gitattributes").read_text()
+    attributes = (store / ".gitattributes").read_text().splitlines()
+    assert "notes/*.md merge=codexmem" in attributes and "events/** linguist-generated=true" in attributes
     assert (repo / ".gitignore").read_text() == "node_modules\n/_site/\n"
     assert check_store(store).findings == []
 
@@ -87,7 +93,7 @@ def test_init_outside_a_repository_needs_a_path_and_makes_a_shared_store(
     monkeypatch.chdir(tmp_path)
     code, out, err = run(capsys, "init")
     assert code == 2 and out == ""
-    assert err.startswith("codexmem init: not inside a git work tree")
+    assert err.startswith("codexmem: error: not inside a git work tree")
     shared = tmp_path / "team-memory"
     code, out, err = run(capsys, "init", "--store", str(shared), "--system", "order-platform")
     assert (code, err) == (0, "")
@@ -143,13 +149,13 @@ def test_check_passes_a_good_store_and_fails_a_broken_one(tmp_path: Path, capsys
 def test_a_newer_format_is_refused_with_a_clear_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store = new_store(tmp_path / "store")
     config = store.root / "codexmem.yaml"
-    config.write_text(config.read_text().replace("format: 1", "format: 2"))
+    config.write_text(config.read_text().replace("format: 2", "format: 3"))
     code, out, _ = run(capsys, "check", "--store", str(store.root))
     assert code == 1
-    assert "codexmem.yaml: error: this store has format 2, newer than this codexmem understands (1)" in out
+    assert "codexmem.yaml: error: this store has format 3, newer than this codexmem understands (2)" in out
     code, out, err = run(capsys, "reindex", "--store", str(store.root))
     assert code == 2 and out == ""
-    assert err.startswith("codexmem reindex: this store has format 2") and "upgrade codexmem" in err
+    assert err.startswith("codexmem: error: this store has format 3") and "upgrade codexmem" in err
 
 
 # ------------------------------------------------------------------ reindex
@@ -205,10 +211,10 @@ def test_no_store_anywhere_is_an_error_on_stderr(
     for command in ("check", "reindex"):
         code, out, err = run(capsys, command)
         assert code == 2 and out == ""
-        assert err.startswith(f"codexmem {command}: no store given and {tmp_path} is not inside a git work tree")
+        assert err.startswith(f"codexmem: error: no store given and {tmp_path} is not inside a git work tree")
         assert "--store" in err and "CODEXMEM_STORE" in err
     code, out, err = run(capsys, "reindex", "--store", str(tmp_path / "nothing-here"))
-    assert code == 2 and out == "" and "codexmem init" in err
+    assert code == 2 and out == "" and "the folder does not exist" in err and "--store" in err
 
 
 # ------------------------------------------------------------------ as a program

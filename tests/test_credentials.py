@@ -29,6 +29,8 @@ KINDS = {
     "env_secret",
     "google_api_key",
     "stripe_key",
+    "password",
+    "connection_string",
 }
 
 SAMPLES = corpus.samples()

@@ -369,36 +369,36 @@ def channel(*formulas: tuple[str, str, str]) -> dict[str, Any]:
 SCHEMA_FORMULA_ERRORS: list[tuple[list[tuple[str, str, str]], str]] = [
     (
         [("age_days", "days_since(created)", "number")],
-        "fields.age_days.config.expression: unknown field 'created' "
+        "fields[3].config.expression: unknown field 'created' "
         "(known: age_days, created_at, points, tags, title, updated_at)",
     ),
     (
         [("a", "b + 1", "number"), ("b", "a * 2", "number")],
-        "fields.a.config.expression: formulas refer to each other in a cycle: a -> b -> a",
+        "fields[3].config.expression: formulas refer to each other in a cycle: a -> b -> a",
     ),
     (
         [("me", "me + 1", "number")],
-        "fields.me.config.expression: formulas refer to each other in a cycle: me -> me",
+        "fields[3].config.expression: formulas refer to each other in a cycle: me -> me",
     ),
     (
         [("double", "title * 2", "number")],
-        "fields.double.config.expression: '*' needs two numbers, got text (title) and number at position 6",
+        "fields[3].config.expression: '*' needs two numbers, got text (title) and number at position 6",
     ),
     (
         [("broken", "points +", "number")],
-        "fields.broken.config.expression: expected a value, got end of expression at position 8",
+        "fields[3].config.expression: expected a value, got end of expression at position 8",
     ),
     (
         [("label", "title + '!'", "number")],
-        "fields.label.config.result_type is number but the expression computes text",
+        "fields[3].config.result_type: result_type is number but the expression computes text",
     ),
     (
         [("count", "tags + 1", "number")],
-        "fields.count.config.expression: field 'tags' is a multi_select field and cannot be used in a formula",
+        "fields[3].config.expression: field 'tags' is a multi_select field and cannot be used in a formula",
     ),
     (
         [("deep", "(" * 60 + "1" + ")" * 60, "number")],
-        "fields.deep.config.expression: expression is nested deeper than 50 levels",
+        "fields[3].config.expression: expression is nested deeper than 50 levels",
     ),
 ]
 
@@ -414,8 +414,8 @@ def test_schema_reports_every_formula_problem_at_once() -> None:
     with pytest.raises(ValidationError) as info:
         ChannelSchema.model_validate(channel(("x", "nope", "number"), ("y", "title * 2", "number")))
     text = str(info.value)
-    assert "fields.x.config.expression: unknown field 'nope'" in text
-    assert "fields.y.config.expression: '*' needs two numbers" in text
+    assert "fields[3].config.expression: unknown field 'nope'" in text
+    assert "fields[4].config.expression: '*' needs two numbers" in text
 
 
 def test_formulas_reading_formulas_are_computed_in_dependency_order() -> None:

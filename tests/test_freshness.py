@@ -64,8 +64,8 @@ def _note_path(store: Store, note_id: str) -> Path:
     return store.layout.path(NOTE, note_id)
 
 
-def _events_of(store: Store, rid: str) -> list[tuple[str, int, str, bool]]:
-    return [(e["type"], e["version"], e["actor"], e["synthesized"]) for e in store.index.events_of(rid)]
+def _events_of(store: Store, rid: str) -> list[tuple[str, int, str]]:
+    return [(e["type"], e["version"], e["actor"]) for e in store.index.events_of(rid)]
 
 
 def _edit_in_place(path: Path, old: str, new: str) -> None:
@@ -79,12 +79,19 @@ def _edit_in_place(path: Path, old: str, new: str) -> None:
     assert path.stat().st_ino == inode
 
 
-def _bump_in_place(path: Path, title: str) -> None:
+def _bump_in_place(path: Path, title: str, *, bump: bool = True) -> None:
+    """A hand edit of a note's title, rewriting the file in place (same inode); ``bump`` also moves
+    its version on (from version 1, which files leave out, a version line is added)."""
     text = path.read_text("utf-8")
-    version = int(text.split("\nversion: ", 1)[1].split("\n", 1)[0])
-    text = text.replace(f"\nversion: {version}\n", f"\nversion: {version + 1}\n", 1)
-    old_title = text.split("\ntitle: ", 1)[1].split("\n", 1)[0]
-    text = text.replace(f"\ntitle: {old_title}\n", f"\ntitle: {title}\n", 1)
+    if bump:
+        if "\nversion:\n  " in text:
+            version = int(text.split("\nversion:\n  ", 1)[1].split("\n", 1)[0])
+            text = text.replace(f"\nversion:\n  {version}\n", f"\nversion:\n  {version + 1}\n", 1)
+        else:
+            front, body = text[4:].split("\n---\n", 1)
+            text = f"---\n{front}\nversion:\n  2\n---\n{body}"
+    old_title = text.split("\ntitle:\n  ", 1)[1].split("\n", 1)[0]
+    text = text.replace(f"\ntitle:\n  {old_title}\n", f"\ntitle:\n  {title}\n", 1)
     with open(path, "r+b") as fh:
         fh.write(text.encode("utf-8"))
         fh.truncate()
@@ -149,12 +156,12 @@ def test_a_file_dropped_in_by_hand_is_seen_by_the_per_call_check(
     assert store.index.quick_changed()
     assert store.fresh_index().get(NOTE, dropped)["title"] == "dropped"
     assert [call["full"] for call in refreshes] == [False]
-    assert _events_of(store, dropped) == [("created", 1, "git", True)]  # no event in any shard: one synthesized
+    assert _events_of(store, dropped) == []  # events come only from event lines: none is made up
 
     time.sleep(TICK_S)
     os.unlink(_note_path(store, dropped))
     assert store.fresh_index().get(NOTE, dropped) is None
-    assert [t for t, *_ in _events_of(store, dropped)] == ["created", "deleted"]
+    assert _events_of(store, dropped) == []
     assert not any(call["full"] for call in refreshes)
 
 
@@ -184,7 +191,7 @@ def test_an_in_place_edit_is_not_seen_by_the_per_call_check_but_by_the_full_scan
     assert store.fresh_index().get(NOTE, note)["title"] == "before"
     fresh = store.fresh_index(full=True).get(NOTE, note)
     assert (fresh["title"], fresh["version"]) == ("after the edit", 2)
-    assert _events_of(store, note)[-1] == ("updated", 2, "git", True)
+    assert [e[:2] for e in _events_of(store, note)] == [("created", 1)]  # the hand edit has no event of its own
 
 
 def test_an_in_place_edit_keeping_size_and_mtime_is_caught_by_the_racy_recheck(tmp_path: Path) -> None:
@@ -193,7 +200,7 @@ def test_an_in_place_edit_keeping_size_and_mtime_is_caught_by_the_racy_recheck(t
     note = write_note(store, session, title="aaaa")
     path = _note_path(store, note)
     st = path.stat()
-    _bump_in_place(path, "bbbb")  # same length, version 1 -> 2 (same length too)
+    _bump_in_place(path, "bbbb", bump=False)  # same length
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # the same tick: stat unchanged
     after = path.stat()
     assert (after.st_ino, after.st_size, after.st_mtime_ns) == (st.st_ino, st.st_size, st.st_mtime_ns)
@@ -253,7 +260,7 @@ def test_a_pull_brings_another_clones_events_once(tmp_path: Path, refreshes: lis
     theirs = Store(clone / ".codexmem")
     pulled = [write_note(theirs, session, title=f"theirs {n}") for n in range(3)]
     commit_all(clone, "theirs")
-    rows = theirs.index.conn.execute("SELECT event_id, id FROM events WHERE synthesized = 0").fetchall()
+    rows = theirs.index.conn.execute("SELECT event_id, id FROM events").fetchall()
     their_events = {event_id for event_id, rid in rows if rid in pulled}
     store.fresh_index()
     before = {r[0] for r in store.index.conn.execute("SELECT event_id FROM events")}
@@ -263,10 +270,10 @@ def test_a_pull_brings_another_clones_events_once(tmp_path: Path, refreshes: lis
     assert pull.returncode == 0, pull.stdout + pull.stderr
     index = store.fresh_index()
     assert {n["title"] for n in index.select(NOTE)} == {"mine", "theirs 0", "theirs 1", "theirs 2"}
-    rows = store.index.conn.execute("SELECT event_id, synthesized, id FROM events").fetchall()
+    rows = store.index.conn.execute("SELECT event_id, id FROM events").fetchall()
     new = [r for r in rows if r[0] not in before]
-    assert {r[0] for r in new} == their_events  # each of their events once, nothing synthesized
-    assert all(not r[1] for r in new) and {r[2] for r in new} == set(pulled)
+    assert {r[0] for r in new} == their_events  # each of their events once, nothing made up
+    assert {r[1] for r in new} == set(pulled)
     assert not any(call["full"] for call in refreshes)
     store.fresh_index(full=True)
     assert store.index.conn.execute("SELECT COUNT(*) FROM events").fetchone()[0] == len(rows)

@@ -39,9 +39,9 @@ from hypothesis import strategies as st
 from memory_fixtures import clock
 from test_hardening_fuzz import FUZZ_SETTINGS, Harness, seeded_call
 
+from codexmem.check import check_store
 from codexmem.cli.main import main as cli_main
 from codexmem.mcp.state import ServerState
-from codexmem.store.check import check_store
 from codexmem.store.store import Store
 
 FUZZ_EXAMPLES = 150
@@ -52,7 +52,7 @@ FUZZ_EXAMPLES = 150
 
 def _writer(root: Path) -> str:
     store = Store(root)
-    writer = store.writer_id
+    writer = store.writer.folder
     store.index.close()
     return writer
 
@@ -79,7 +79,7 @@ def plant_files(root: Path, sentinel: dict[str, Path]) -> list[str]:
         "events/ghostwriter1/2026-03.jsonl": sentinel["shard"],
         f"events/{writer}/2026-01.jsonl": sentinel["shard"],
         ".cache/index.sqlite": sentinel["empty"],
-        ".cache/writer_id": sentinel["secret"],
+        ".cache/clone": sentinel["secret"],
         f".journal/evt_{GHOST}.json": sentinel["secret"],
         ".lock": sentinel["secret"],
     }

@@ -39,9 +39,9 @@ from hypothesis import strategies as st
 from mcp import Client
 from memory_fixtures import clock
 
+from codexmem.check import check_store
 from codexmem.mcp.server import MAX_ARGUMENT_DEPTH
 from codexmem.mcp.state import ServerState
-from codexmem.store.check import check_store
 from codexmem.store.layout import ITEM
 from codexmem.store.store import Store
 
@@ -907,7 +907,7 @@ def test_every_limit_is_enforced_at_its_boundary_with_the_field_named(harness: H
 
 def test_an_item_edit_is_answered_within_the_budget_or_refused_unwritten(tmp_path: Path) -> None:
     """Values that are not text (a JSON array, a relation list) are never cut by ``fit_item``
-    (codexmem/mcp/record_tools.py), and no limit bounds their sum (nor the length of a relation list):
+    (codexmem/records/answers.py), and no limit bounds their sum (nor the length of a relation list):
     an edit that makes an item larger than the answer budget is committed, then answered with the
     budget error, and the item can no longer be read through MCP. Fails until one of the two is fixed."""
     from codexmem.records import service

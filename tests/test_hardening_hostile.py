@@ -22,9 +22,9 @@ import secrets_corpus as corpus
 from hardening_fixtures import GHOST, NOW, RawServer, Seeded, check_envelope, in_process, report, seed_store
 from memory_fixtures import clock
 
+from codexmem.check import check_store
 from codexmem.cli.main import main as cli_main
 from codexmem.mcp.state import ServerState
-from codexmem.store.check import check_store
 from codexmem.store.layout import identify_relpath
 
 NOTE_FRONT = (
@@ -320,7 +320,7 @@ def test_a_hostile_note_is_refused_as_unreadable_not_as_missing(
 
 def test_a_hostile_store_config_refuses_every_tool_and_kills_nothing(tmp_path: Path) -> None:
     seeded = seed_store(tmp_path)
-    (seeded.root / "codexmem.yaml").write_text("format: 1\n" + billion_laughs() + "x: !!python/object:os.system {}\n")
+    (seeded.root / "codexmem.yaml").write_text("format: 2\n" + billion_laughs() + "x: !!python/object:os.system {}\n")
     code, output = cli(seeded.root, "check")
     assert code == 1 and "codexmem.yaml" in output
     server = RawServer(seeded.root, cwd=tmp_path)

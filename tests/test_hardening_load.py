@@ -27,7 +27,7 @@ import pytest
 from hardening_fixtures import RawServer, report, tool_envelope
 
 from bench import load
-from codexmem.store.check import check_store
+from codexmem.check import check_store
 from codexmem.store.layout import IMPORT, ITEM, NOTE
 from codexmem.store.store import Store
 

@@ -38,7 +38,7 @@ VAULT: dict[str, Any] = {
         {"key": "data", "label": "Data", "type": "json"},
     ],
 }
-REFUSAL = "look like they hold credentials"
+REFUSAL = "what looks like a credential"  # the CLI's words for ERR_SECRET_DETECTED
 
 
 def store_bytes(root: Path) -> bytes:

@@ -448,7 +448,7 @@ async def test_polling_sees_cli_changes_once(tmp_path: Path) -> None:
         (new_id, "created", 1, ["status", "ticket", "title"]),
         (ids[1], "deleted", 2, []),
     ]
-    assert all(e["actor"].startswith("cli:") and e["record_channel_id"] == "bugs" for e in polled["events"])
+    assert all(e["actor"] == "cli" and e["record_channel_id"] == "bugs" for e in polled["events"])
     assert again == {"events": [], "next_since": polled["next_since"], "has_more": False}
 
 
@@ -500,12 +500,14 @@ async def test_polling_sees_each_change_of_a_git_merge_exactly_once(tmp_path: Pa
     _git(main, "add", "-A")
     _git(main, "commit", "-qm", "bugs")
     _git(tmp_path, "clone", "-q", str(main), str(clone))
-    # Someone else, on a branch of their clone: one CLI edit and one hand edit with no event.
+    # Someone else, on a branch of their clone: one CLI edit, and one hand edit recorded by `codexmem resolve`.
     _git(clone, "checkout", "-qb", "feature")
     done = run_cli("items", "edit", "bugs", ids[0], "--json", '{"owner": "mika"}', "--store", str(clone / ".codexmem"))
     assert done.returncode == 0, done.stderr
     hand = clone / ".codexmem/channels/bugs/items" / f"{ids[2]}.yaml"
-    hand.write_text(hand.read_text("utf-8").replace("version: 1", "version: 2").replace("status: new", "status: fixed"))
+    hand.write_text(hand.read_text("utf-8").replace("  status:\n    new\n", "  status:\n    fixed\n"))
+    done = run_cli("resolve", "--store", str(clone / ".codexmem"))
+    assert done.returncode == 0, done.stderr
     _git(clone, "add", "-A")
     _git(clone, "commit", "-qm", "triage")
 
@@ -519,7 +521,7 @@ async def test_polling_sees_each_change_of_a_git_merge_exactly_once(tmp_path: Pa
         again = (await call(client, "poll_resource_events", since=polled["next_since"]))["data"]
         read = await _read(client, ids[2])
     changes = sorted((e["id"], e["version"], e["actor"].split(":")[0]) for e in polled["events"])
-    assert changes == sorted([(ids[1], 2, "mcp"), (ids[0], 2, "cli"), (ids[2], 2, "git")])
+    assert changes == sorted([(ids[1], 2, "mcp"), (ids[0], 2, "cli"), (ids[2], 2, "resolve")])
     assert again["events"] == []
     assert read["values"]["status"] == "fixed"
 

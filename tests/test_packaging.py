@@ -42,7 +42,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dist")
     done = _run([PYTHON, "-m", "build", "--wheel", "--outdir", str(out), str(REPO_ROOT)], cwd=out)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    [built] = out.glob("codexmem-*.whl")
+    [built] = out.glob("codexmem_git-*.whl")
     return built
 
 

@@ -824,7 +824,7 @@ def _schema_with(*fields: dict[str, Any]) -> dict[str, Any]:
 SCHEMA_ERRORS: list[tuple[list[dict[str, Any]], str]] = [
     (
         [{"key": "a", "label": "A", "type": "text"}, {"key": "a", "label": "A2", "type": "number"}],
-        "fields.a: field key is used more than once",
+        "fields[1].key: field key 'a' is used more than once (also fields[0])",
     ),
     (
         [{"key": "Status", "label": "S", "type": "text"}],
@@ -833,10 +833,13 @@ SCHEMA_ERRORS: list[tuple[list[dict[str, Any]], str]] = [
     ([{"key": "id", "label": "I", "type": "text"}], "field key 'id' is reserved"),
     ([{"key": "created_at", "label": "C", "type": "date"}], "field key 'created_at' is reserved"),
     ([{"key": "x", "label": "X", "type": "checkbox"}], "literal_error"),
-    ([{"key": "s", "label": "S", "type": "select"}], "fields.s: a select field needs at least one option"),
+    (
+        [{"key": "s", "label": "S", "type": "select"}],
+        "fields[0].config.options: select field 's' needs at least one option",
+    ),
     (
         [{"key": "s", "label": "S", "type": "multi_select", "config": {"options": []}}],
-        "fields.s: a multi_select field needs at least one option",
+        "fields[0].config.options: multi_select field 's' needs at least one option",
     ),
     (
         [
@@ -852,7 +855,7 @@ SCHEMA_ERRORS: list[tuple[list[dict[str, Any]], str]] = [
                 },
             }
         ],
-        "fields.s.config.options: option values must be unique, repeated: ['a']",
+        "fields[0].config.options: option values must be unique, repeated: ['a']",
     ),
     (
         [
@@ -860,24 +863,27 @@ SCHEMA_ERRORS: list[tuple[list[dict[str, Any]], str]] = [
                 "key": "s",
                 "label": "S",
                 "type": "select",
-                "config": {"options": [{"value": "a", "label": "A", "color": "green"}]},
+                "config": {"options": [{"value": "a", "label": "A", "color": "gren"}]},
             }
         ],
-        "color must be a CSS hex colour like #22c55e, got 'green'",
+        "color must be a CSS colour name (green, slateblue) or hex like #22c55e, got 'gren'",
     ),
     (
         [{"key": "r", "label": "R", "type": "rating"}],
-        "fields.r: a rating field needs config.max_stars (1..10)",
+        "fields[0].config.max_stars: rating field 'r' needs max_stars (1..10)",
     ),
     (
         [{"key": "r", "label": "R", "type": "rating", "config": {"max_stars": 11}}],
         "less than or equal to 10",
     ),
-    ([{"key": "r", "label": "R", "type": "relation"}], "fields.r: a relation field needs config.channel"),
-    ([{"key": "f", "label": "F", "type": "formula"}], "fields.f: a formula field needs config.expression"),
+    ([{"key": "r", "label": "R", "type": "relation"}], "fields[0].config.channel: relation field 'r' needs channel"),
+    (
+        [{"key": "f", "label": "F", "type": "formula"}],
+        "fields[0].config.expression: formula field 'f' needs an expression",
+    ),
     (
         [{"key": "f", "label": "F", "type": "formula", "config": {"expression": "1"}}],
-        "fields.f: a formula field needs config.result_type",
+        "fields[0].config.result_type: formula field 'f' needs result_type",
     ),
     (
         [
@@ -889,15 +895,15 @@ SCHEMA_ERRORS: list[tuple[list[dict[str, Any]], str]] = [
                 "config": {"expression": "1", "result_type": "number"},
             }
         ],
-        "fields.f: a formula field is computed and cannot be required or unique",
+        "fields[0]: formula field 'f' is computed and cannot be required or unique",
     ),
     (
         [{"key": "n", "label": "N", "type": "number", "config": {"min": 5, "max": 1}}],
-        "fields.n.config: min (5) is greater than max (1)",
+        "fields[0].config: min (5) is greater than max (1)",
     ),
     (
         [{"key": "t", "label": "T", "type": "text", "config": {"max_stars": 3}}],
-        "fields.t.config.max_stars does not apply to a text field",
+        "fields[0].config.max_stars: max_stars does not apply to a text field",
     ),
     ([{"key": "t", "label": "T", "type": "text", "config": {"colour": "red"}}], "extra_forbidden"),
     ([{"key": "t", "label": "T", "type": "text", "is_required": "yes"}], "bool_type"),

@@ -50,7 +50,7 @@ def test_channels_add_refuses_formula_errors_and_writes_nothing(tmp_path: Path) 
         "channels", "add", "everything", "--schema", str(_schema_file(tmp_path, broken)), "--store", str(store)
     )
     assert done.returncode == 2
-    assert "fields.double.config.expression: unknown field 'numbr'" in done.stderr
+    assert "fields[15].config.expression: unknown field 'numbr'" in done.stderr
     assert not (store / "channels").exists() and events_of(store) == []
 
 
@@ -76,7 +76,13 @@ def test_items_edit_checks_values_and_the_expected_version(tmp_path: Path, capsy
     args = ["items", "edit", "bugs", ids[0], "--store", str(store)]
     assert main([*args, "--json", '{"status": "In progress", "points": 20}']) == 2
     err = capsys.readouterr().err
-    assert "status: values.status must be one of the option values" in err and "points: values.points" in err
+    lines = err.splitlines()
+    assert lines[0] == "codexmem: error: refused, nothing was written: 2 values not accepted"
+    assert lines[1].startswith('  values.status must be one of the option values, got "In progress" (that is the label')
+    assert lines[1].endswith(
+        "allowed values: new (New), triaged (Triaged), in_progress (In progress), fixed (Fixed), wont_fix (Won't fix)"
+    )
+    assert lines[2] == "  values.points must be between 0 and 13, got 20"
     assert main([*args, "--json", '{"points": 3}', "--expected-version", "4"]) == 2
     assert "is at version 1, not 4" in capsys.readouterr().err
     assert main([*args, "--json", '{"points": 3}', "--expected-version", "1"]) == 0
@@ -106,7 +112,7 @@ def test_items_list_walks_every_page(tmp_path: Path, capsys: pytest.CaptureFixtu
     out = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in out[1:-1]] == ids[::-1]
     assert main(["items", "list", "bugs", "--limit", "2", "--store", str(store)]) == 0
-    assert capsys.readouterr().out.splitlines()[-1] == "(2 items)"
+    assert capsys.readouterr().out.splitlines()[-1] == f"(2 of {service.MAX_PAGE + 5} items; raise --limit for more)"
 
 
 def test_cli_changes_pass_check(tmp_path: Path) -> None:

@@ -11,10 +11,11 @@ from store_fixtures import git
 from codexmem.errors import CodexmemError, Warnings
 from codexmem.gitrepo import normalize_path
 from codexmem.memory.scope import Scope, resolve_scope
-from codexmem.store.init import init_store, system_identity
+from codexmem.store.ids import system_identity
+from codexmem.store.init import init_store
 from codexmem.store.store import Store
 
-DECLARED_CONFIG = """format: 1
+DECLARED_CONFIG = """format: 2
 system: {id: sys_order_platform, name: order-platform}
 projects:
   - id: proj_order_web
@@ -135,7 +136,7 @@ def test_the_store_config_declares_the_project(tmp_path: Path) -> None:
 
 def test_an_in_repo_store_declares_its_own_repository(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "order-web", remote="git@github.com:example/order-web.git")
-    config = init_store(repo / ".codexmem", cwd=repo)
+    config = init_store(repo / ".codexmem", cwd=repo).config
     store = Store(repo / ".codexmem")
     scope, _ = resolve(store, repo)
     assert scope.resolved_by == "config" and scope.project_id == config["projects"][0]["id"]

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.anyio
 WEB_REMOTE = "git@github.com:example/order-web.git"
 API_REMOTE = "git@github.com:example/order-api.git"
 CONFIG = f"""\
-format: 1
+format: 2
 system: {{id: sys_order_platform, name: order-platform}}
 projects:
 - id: proj_order_web

@@ -143,7 +143,7 @@ def test_a_fresh_clone_without_now_builds_the_same_files(fx: Fixture, tmp_path: 
 def test_an_empty_store_says_the_build_day(tmp_path: Path) -> None:
     root = tmp_path / "empty"
     root.mkdir()
-    (root / "codexmem.yaml").write_text("format: 1\n", "utf-8")
+    (root / "codexmem.yaml").write_text("format: 2\n", "utf-8")
     out = tmp_path / "out"
     build(Store(root), out)
     home = (out / "index.html").read_text()

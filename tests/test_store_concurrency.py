@@ -17,8 +17,8 @@ from store_fixtures import (
     write_note,
 )
 
+from codexmem.check import check_store
 from codexmem.store.atomic import TMP_PREFIX
-from codexmem.store.check import check_store
 from codexmem.store.layout import NOTE
 from codexmem.store.store import Store
 

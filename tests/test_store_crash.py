@@ -27,7 +27,7 @@ from store_fixtures import (
     write_note,
 )
 
-from codexmem.store.check import check_store
+from codexmem.check import check_store
 from codexmem.store.layout import IMPORT, NOTE, Kind
 from codexmem.store.store import Store
 
@@ -62,7 +62,7 @@ def _setup(root: Path) -> tuple[list[str], str]:
     store = new_store(root)
     session = start_session(store)
     shared = [write_note(store, session, title=f"shared {i}", content="start") for i in range(3)]
-    assert store.writer_id
+    assert store.writer.folder  # the identity is read before the fork, as a server reads it once
     # No open SQLite connection may cross the fork.
     store.index.close()
     return shared, session

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from codexmem.check import check_store
 from codexmem.errors import CodexmemError
 from codexmem.models.records import ImportAudit, ScopeRef, Session
 from codexmem.store import events as ev
 from codexmem.store.atomic import append_line
-from codexmem.store.check import check_store
 from codexmem.store.ids import is_record_id, new_id
 from codexmem.store.init import init_store
 from codexmem.store.layout import IMPORT, SESSION

@@ -22,9 +22,9 @@ from store_fixtures import (
     write_note,
 )
 
+from codexmem.check import check_store
 from codexmem.cli.main import main
 from codexmem.models.records import ScopeRef, Session
-from codexmem.store.check import check_store
 from codexmem.store.ids import new_id
 from codexmem.store.layout import NOTE, SESSION
 from codexmem.store.store import Store
@@ -67,7 +67,9 @@ def _assert_index_matches_files(store: Store) -> None:
     index = store.fresh_index()
     assert {n["note_id"] for n in index.select(NOTE)} == _notes_on_disk(store)
     for note_id in _notes_on_disk(store):
-        assert index.get(NOTE, note_id) == store.read_file(NOTE, note_id)
+        indexed = index.get(NOTE, note_id)
+        assert indexed is not None  # the file as it is, plus the time of its last change (from its events)
+        assert {**indexed, "updated_at": None} == store.read_file(NOTE, note_id)
     # Every logged event of the checked-out tree is known to the index.
     assert {e["event_id"] for e in shard_events(store.root)} <= index_event_ids(store)
 
@@ -155,13 +157,13 @@ def test_two_clones_write_separate_shards(tmp_path: Path, monkeypatch: pytest.Mo
     clone_store = Store(clone / ".codexmem")
     write_note(clone_store, session, title="from clone", scope=scope)
     commit_all(clone, "clone note")
-    assert clone_store.writer_id != store.writer_id
+    assert clone_store.writer.folder != store.writer.folder
 
     git(origin, "fetch", "-q", str(clone), "from-clone:from-clone")
     merge = git(origin, "merge", "--no-edit", "from-clone", check=False)
     assert merge.returncode == 0, merge.stdout + merge.stderr
     shards = sorted(p.parent.name for p in (store.root / "events").glob("*/*.jsonl"))
-    assert shards == sorted([store.writer_id, clone_store.writer_id])
+    assert sorted(set(shards)) == sorted([store.writer.folder, clone_store.writer.folder])
     assert check_store(store.root).findings == []
     titles = {n["title"] for n in store.fresh_index().select(NOTE)}
     assert titles == {"from origin", "from clone"}
@@ -177,17 +179,16 @@ def test_the_store_files_git_ignores_and_attributes(tmp_path: Path, monkeypatch:
     status = git(repo, "status", "--porcelain", "--untracked-files=all").stdout
     assert ".cache" not in status and ".lock" not in status
     assert ".codexmem/notes/" in status and ".codexmem/events/" in status
-    attr = git(repo, "check-attr", "merge", "--", f".codexmem/events/{store.writer_id}/2026-03.jsonl").stdout
-    assert attr.strip().endswith("merge: union")
+    shard = f".codexmem/events/{store.writer.folder}/2026-03.main.jsonl"
+    attr = git(repo, "check-attr", "linguist-generated", "--", shard).stdout
+    assert attr.strip().endswith("linguist-generated: true")  # pull request views collapse the events
+    attr = git(repo, "check-attr", "merge", "--", ".codexmem/notes/x.md").stdout
+    assert attr.strip().endswith("merge: codexmem")  # records merge field by field where the driver is set up
 
 
 def test_checking_out_a_teammates_branches_reads_their_events(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two branches of one shard with different lines after a common start: the index reads both.
-
-    Alice writes on two branches from main (the same shard file, different lines after main's);
-    Bob checks out one, then the other, which is longer: he must get its real events, not
-    synthesized stand-ins, even though its shard is longer than what his index read before.
-    """
+    """Alice writes on two branches from main; Bob checks out one, then the other: he gets each
+    branch's real events (each branch has an event file of its own), and nothing made up."""
     alice_repo = make_repo(tmp_path / "alice")
     alice, scope = _init_repo_store(alice_repo, monkeypatch)
     session = _session(alice, scope, "main")
@@ -212,4 +213,4 @@ def test_checking_out_a_teammates_branches_reads_their_events(tmp_path: Path, mo
     _assert_index_matches_files(bob)
     for note_id in long_notes:
         history = bob.fresh_index().events_of(note_id)
-        assert [(e["type"], e["synthesized"]) for e in history] == [("created", False)], history
+        assert [(e["type"], e["author"]) for e in history] == [("created", "Test User")], history

@@ -17,8 +17,9 @@ from store_fixtures import (
     write_note,
 )
 
-from codexmem.store.check import check_store
-from codexmem.store.layout import HANDOFF, NOTE, serialize
+from codexmem.check import check_store
+from codexmem.store.layout import HANDOFF, NOTE
+from codexmem.store.recordfile import serialize
 from codexmem.store.store import Store
 
 
@@ -39,11 +40,11 @@ def test_the_replaced_file_becomes_the_next_writes_file(tmp_path: Path) -> None:
     bump(store, NOTE, first, {"title": "first, edited"})
     spare = store.layout.spare
     assert spare.stat().st_ino == old_inode  # the replaced version waits in the cache ...
-    assert "title: first\n" in spare.read_text()
+    assert "title:\n  first\n" in spare.read_text()
     bump(store, NOTE, second, {"title": "second, edited"})
     assert _note_path(store, second).stat().st_ino == old_inode  # ... and the next write wrote over it
-    assert "title: second, edited\n" in _note_path(store, second).read_text()
-    assert "title: first, edited\n" in _note_path(store, first).read_text()
+    assert "title:\n  second, edited\n" in _note_path(store, second).read_text()
+    assert "title:\n  first, edited\n" in _note_path(store, first).read_text()
     assert _leftovers(store.root) == []
     assert check_store(store.root).errors == []
     assert_index_equals_rebuild(store)
@@ -107,7 +108,7 @@ def test_a_symlink_planted_at_the_spare_is_never_followed(tmp_path: Path) -> Non
     bump(store, NOTE, note_id, {"title": "one, edited"})
     assert outside.read_text() == "keep me\n"
     assert not store.layout.spare.is_symlink()  # replaced by the edited note's old file
-    assert "title: one\n" in store.layout.spare.read_text()
+    assert "title:\n  one\n" in store.layout.spare.read_text()
 
 
 def test_a_cache_folder_swapped_for_a_symlink_gets_no_spare(tmp_path: Path) -> None:
@@ -124,7 +125,7 @@ def test_a_cache_folder_swapped_for_a_symlink_gets_no_spare(tmp_path: Path) -> N
     bump(store, NOTE, note_id, {"title": "three"})
     assert sorted(p.name for p in outside.iterdir()) == ["spare"]
     assert (outside / "spare").read_text() == "keep me\n"
-    assert "title: three\n" in _note_path(store, note_id).read_text()
+    assert "title:\n  three\n" in _note_path(store, note_id).read_text()
 
 
 def test_the_first_record_of_a_folder_can_be_written_from_the_spare(tmp_path: Path) -> None:

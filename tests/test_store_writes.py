@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -25,9 +26,10 @@ from store_fixtures import (
     write_note,
 )
 
+from codexmem.check import check_store
 from codexmem.errors import CodexmemError
-from codexmem.store.check import check_store
-from codexmem.store.layout import HANDOFF, IMPORT, NOTE, SESSION, serialize
+from codexmem.store.layout import HANDOFF, IMPORT, ITEM, NOTE, SESSION
+from codexmem.store.recordfile import serialize
 from codexmem.store.store import Store
 
 
@@ -36,15 +38,17 @@ def test_a_write_creates_the_file_and_one_event(tmp_path: Path) -> None:
     session = start_session(store)
     note_id = write_note(store, session, title="Payment enum is closed", tags=["on", "api"])
     path = store.root / "notes" / f"{note_id}.md"
-    assert path.read_text().startswith(f"---\nnote_id: {note_id}\nversion: 1\n")
+    assert path.read_text().startswith("---\ntitle:\n  Payment enum is closed\n")  # no id: the file name is it
     events = shard_events(store.root)
     assert [(e["kind"], e["id"], e["type"], e["version"], e["actor"]) for e in events] == [
         ("session", session, "created", 1, ACTOR),
         ("note", note_id, "created", 1, ACTOR),
     ]
     [shard] = list((store.root / "events").glob("*/*.jsonl"))
-    assert shard.name == events[1]["at"][:7] + ".jsonl"
-    assert store.read_file(NOTE, note_id) == store.fresh_index().get(NOTE, note_id)
+    assert shard.name == events[1]["at"][:7] + ".jsonl"  # no repository around it: no branch in the name
+    indexed = store.fresh_index().get(NOTE, note_id)
+    assert indexed is not None and indexed["updated_at"] == events[1]["at"]  # from the events, not the file
+    assert store.read_file(NOTE, note_id) == {**indexed, "updated_at": None}
     assert check_store(store.root).findings == []
 
 
@@ -171,7 +175,7 @@ def test_a_second_store_object_sees_the_first_ones_writes(tmp_path: Path) -> Non
     assert second.fresh_index().get(SESSION, session) is not None
     note_id = write_note(second, session)
     assert first.fresh_index().get(NOTE, note_id) is not None
-    assert first.writer_id == second.writer_id  # one clone, one shard
+    assert first.writer.folder == second.writer.folder  # one clone, one folder
 
 
 def _hand_edit(store: Store, note_id: str, *, bump_version: bool) -> None:
@@ -230,24 +234,17 @@ def test_index_equals_a_fresh_rebuild_after_writes_updates_deletes_and_hand_edit
     index = store.fresh_index(full=True)
     before = index_snapshot(store)
     events_before = index_event_ids(store)
-    real_before = index_event_ids(store, include_synthesized=False)
     assert index.get(NOTE, notes[26])["title"] == "edited by hand"  # type: ignore[index]
     assert index.get(NOTE, notes[27])["title"] == "edited by hand"  # type: ignore[index]
     assert index.get(NOTE, notes[28]) is None
     assert len(before["note"]) == 30 - 5 - 1
-    # The hand delete left no event in the log; the index noticed it and logged one locally, which
-    # a rebuild (that never saw the file) cannot know about. Every other event is rebuilt.
-    [hand_delete] = index.events_of(notes[28])[-1:]
-    assert (hand_delete["type"], hand_delete["synthesized"], hand_delete["actor"]) == ("deleted", True, "git")
+    # The hand delete and the hand edits left no event in the log, and the index makes none up
+    # (``codexmem check`` reports them, ``codexmem resolve`` records them).
+    assert [e["type"] for e in index.events_of(notes[28])] == ["created"]
 
     index.rebuild()
     assert index_snapshot(store) == before
-    assert index_event_ids(store) == events_before - {hand_delete["event_id"]}
-    assert (
-        index_event_ids(store, include_synthesized=False)
-        == real_before
-        == {e["event_id"] for e in shard_events(store.root)}
-    )
+    assert index_event_ids(store) == events_before == {e["event_id"] for e in shard_events(store.root)}
     # A brand-new process (another Store, same files) agrees too.
     other = Store(store.root)
     assert index_snapshot(other) == before
@@ -265,20 +262,25 @@ def test_check_is_clean_after_ordinary_use(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------ the example store
 
-SCRIPT = REPO_ROOT / "scripts" / "build_example_store.py"
 EXAMPLE = REPO_ROOT / "store-example"
 
 
 def _build_example(out: Path) -> None:
-    subprocess.run([PYTHON, str(SCRIPT), "--out", str(out)], check=True, capture_output=True, text=True)
+    subprocess.run(
+        [PYTHON, "-m", "scripts.build_example_store", "--out", str(out)],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+    )
 
 
-def _memory_files(root: Path) -> dict[str, bytes]:
-    """Every committed file of the memory part (not channels/ nor the channel example's shard)."""
+def _committed_files(root: Path) -> dict[str, bytes]:
+    """Every file of the store that git would commit (the git-ignored local state left out)."""
     out: dict[str, bytes] = {}
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root).as_posix()
-        if path.is_dir() or rel.startswith(("channels/", "events/example1/", ".cache/")) or rel == ".lock":
+        if path.is_dir() or rel.startswith((".cache/", ".journal/")) or rel == ".lock":
             continue
         out[rel] = path.read_bytes()
     return out
@@ -287,26 +289,22 @@ def _memory_files(root: Path) -> dict[str, bytes]:
 @pytest.mark.slow
 def test_the_example_store_is_reproducible_and_committed_as_built(tmp_path: Path) -> None:
     _build_example(tmp_path / "one")
-    _build_example(tmp_path / "two")
-    one, two = _memory_files(tmp_path / "one"), _memory_files(tmp_path / "two")
-    assert one == two
+    one = _committed_files(tmp_path / "one")
     assert len([r for r in one if r.startswith("notes/")]) >= 40
     assert check_store(tmp_path / "one").findings == []
-    # A rebuild over an existing tree keeps what the channel example owns.
-    owned = tmp_path / "one" / "channels" / "keep-me.txt"
-    owned.parent.mkdir()
-    owned.write_text("not ours\n")
-    (tmp_path / "one" / "events" / "example1").mkdir()
-    (tmp_path / "one" / "events" / "example1" / "2026-03.jsonl").write_text("")
-    (tmp_path / "one" / "notes" / "stray.md").write_text("gone after a rebuild\n")
-    _build_example(tmp_path / "one")
-    assert owned.read_text() == "not ours\n"
-    assert (tmp_path / "one" / "events" / "example1" / "2026-03.jsonl").exists()
-    assert _memory_files(tmp_path / "one") == two
-    # The committed example is exactly what the script builds (rerun the script after a format change).
-    committed = _memory_files(EXAMPLE)
+    # A second build over a used store (a stray file, an opened index) gives the same bytes.
+    two = tmp_path / "two"
+    shutil.copytree(tmp_path / "one", two)
+    (two / "notes" / "stray.md").write_text("gone after a rebuild\n")
+    Store(two).fresh_index(full=True).close()
+    _build_example(two)
+    assert _committed_files(two) == one
+    # The committed example is exactly what the story plays to (rerun the builder after a format change).
+    committed = _committed_files(EXAMPLE)
     mismatched = sorted(set(committed) ^ set(one) | {r for r in one if committed.get(r) != one[r]})
-    assert not mismatched, f"store-example/ is stale; run scripts/build_example_store.py ({mismatched[:5]})"
+    assert not mismatched, (
+        f"store-example/ is stale; run .venv/bin/python -m scripts.build_example_store ({mismatched[:5]})"
+    )
 
 
 def test_the_example_store_tells_the_seed_story() -> None:
@@ -330,8 +328,14 @@ def test_the_example_store_tells_the_seed_story() -> None:
     assert any(a["suppressed"] and a.get("suppression_reason") == "privacy_intent" for a in audits.values())
     statuses = {n["status"] for n in titles.values()}
     assert statuses == {"active", "resolved", "superseded"}
-    superseded = [n for n in titles.values() if n["status"] == "superseded"]
-    assert len(superseded) == 1 and superseded[0]["superseded_by"] in {n["note_id"] for n in titles.values()}
+    superseded = {n["title"]: n for n in titles.values() if n["status"] == "superseded"}
+    assert set(superseded) == {
+        "Keep a local copy of the payment method list in order-web",
+        "Legacy clients still send payment aliases",
+    }
+    replaced = titles["Keep a local copy of the payment method list in order-web"]["superseded_by"]
+    assert replaced == titles["Keep validation rules aligned with backend enum source"]["note_id"]
+    assert all(n["superseded_by"] in {m["note_id"] for m in titles.values()} for n in superseded.values())
     assert {n["type"] for n in titles.values()} == {
         "decision",
         "bugfix",
@@ -345,7 +349,20 @@ def test_the_example_store_tells_the_seed_story() -> None:
     assert {h["status"] for h in handoffs} == {"open", "completed", "abandoned"}
     assert {h["kind"] for h in handoffs} == {"final", "checkpoint", "recovery"}
     assert any(h["source"] == "recovery_generated" for h in handoffs)
-    lines = (EXAMPLE / "events" / "example0" / "2026-03.jsonl").read_text().splitlines()
-    types = {json.loads(line)["type"] for line in lines}
-    assert {"created", "status_changed", "ended", "updated"} <= types
+    events = [json.loads(line) for shard in sorted(EXAMPLE.glob("events/*/*.jsonl")) for line in shard.open()]
+    types = {e["type"] for e in events}
+    assert {"created", "status_changed", "ended", "updated", "deleted"} <= types
     assert (EXAMPLE / "README.md").read_text().startswith("# store-example")
+    # The bug tracker: 200 items after a few duplicates were deleted, edited by people at the CLI and
+    # by Codex sessions over MCP (with the version they read and an idempotency key).
+    items = index.select(ITEM)
+    assert len(items) == 200
+    assert {i["values"]["status"] for i in items} == {"new", "triaged", "in_progress", "fixed", "wont_fix"}
+    item_events = [e for e in events if e["kind"] == "item"]
+    assert sum(e["type"] == "deleted" for e in item_events) == 4
+    by_codex = [e for e in item_events if e["actor"].startswith("sess_")]  # each names its session
+    assert by_codex and all(e.get("idempotency_key") for e in by_codex)
+    assert {e["actor"] for e in item_events} - {e["actor"] for e in by_codex} == {"cli"}
+    people = {"aiko", "mika", "ren", "jonas", "lena", "priya", "omar", "tomas", "sofia", "kenji", "ines"}
+    assert {e["author"] for e in item_events} == people  # every change says who made it
+    assert len({i["values"]["description"] for i in items}) == 200  # each written for its bug

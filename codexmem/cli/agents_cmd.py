@@ -1,4 +1,4 @@
-"""``codexmem agents``: render a project's AGENTS.md (and ``--check`` it in CI)."""
+"""``codexmem agents``: render a project's AGENTS.md (and ``--check`` it in CI), never over a person's text."""
 
 from __future__ import annotations
 
@@ -8,16 +8,30 @@ from typing import Any
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    from codexmem.render.agents import CLI_MODES
+
     p = sub.add_parser(
         "agents",
         parents=[common],
         help="render the project's AGENTS.md",
-        description="Render AGENTS.md from the store config and channels: stable instruction text for Codex.",
+        description="Render AGENTS.md from the store config and channels: stable instruction text for Codex. "
+        "With --out, codexmem writes its text as a marked block: a missing file is created, a file with "
+        "the block gets the block replaced and every other byte kept, and a file without the block is "
+        "left alone unless --mode says append or overwrite.",
     )
     p.add_argument("--project", metavar="ID", help="the declared project (needed when the store declares several)")
     p.add_argument("--out", metavar="PATH", help="write here (default: print to stdout)")
     p.add_argument("--global", dest="global_", action="store_true", help="render the ~/.codex/AGENTS.md text instead")
-    p.add_argument("--check", action="store_true", help="exit 1 when the file at --out differs from the rendering")
+    p.add_argument(
+        "--mode",
+        choices=CLI_MODES,
+        help="for a file at --out without codexmem's block: append the block, or overwrite the file",
+    )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 1 when the file at --out (its codexmem block, if it has one) differs from the rendering",
+    )
     p.set_defaults(func=run)
 
 
@@ -25,9 +39,11 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from codexmem.errors import CodexmemError
-    from codexmem.render.agents import project_context, render_global, render_project
-    from codexmem.store.atomic import atomic_write
+    from codexmem.render.agents import check_marked, project_context, render_global, render_project, write_marked
 
+    if (args.check or args.mode) and not args.out:
+        flag = "--check" if args.check else "--mode"
+        raise CodexmemError("ERR_INVALID_INPUT", f"{flag} needs --out PATH: the AGENTS.md file")
     if args.global_:
         text = render_global()
     else:
@@ -35,20 +51,16 @@ def run(args: argparse.Namespace) -> int:
 
         text = render_project(project_context(open_store(args), args.project))
     if args.check:
-        if not args.out:
-            raise CodexmemError("ERR_INVALID_INPUT", "--check needs --out PATH: the file to compare")
-        try:
-            current = Path(args.out).read_text("utf-8")
-        except FileNotFoundError:
-            current = None
-        if current != text:
-            print(f"{args.out}: differs from the rendering; run `codexmem agents --out {args.out}`", file=sys.stderr)
+        found = check_marked(Path(args.out), text)
+        if found:
+            problem, mode = found
+            fix = f"codexmem agents --out {args.out}" + (f" --mode {mode}" if mode else "")
+            print(f"{args.out}: {problem}; run `{fix}`", file=sys.stderr)
             return 1
         print(f"{args.out}: up to date")
         return 0
     if args.out:
-        atomic_write(Path(args.out), text.encode("utf-8"))
-        print(f"wrote {args.out} ({len(text.encode('utf-8'))} bytes)")
+        print(write_marked(Path(args.out), text, args.mode))
     else:
         sys.stdout.write(text)
     return 0

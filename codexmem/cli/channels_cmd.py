@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+ID_KEYS = ("id", "record_channel_id")
+"""A schema file may name its own channel, under either key, when it is the id the command adds."""
+
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("channels", help="record channels: add one from a schema file, list them")
+    p = sub.add_parser("channels", parents=[common], help="record channels: add one from a schema file, list them")
     actions = p.add_subparsers(dest="action", metavar="ACTION")
     actions.required = True
     add = actions.add_parser(
@@ -15,7 +18,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         parents=[common],
         help="create a channel from a schema YAML file",
         description="Create channel ID from FILE.yaml (name, description, fields). The schema is checked "
-        "whole, formulas included, before anything is written.",
+        "whole, formulas included, before anything is written. docs/channels.md shows every field type.",
     )
     add.add_argument("channel_id", metavar="ID", help="the channel id, e.g. bugs")
     add.add_argument("--schema", required=True, metavar="FILE.yaml", help="the schema file")
@@ -25,30 +28,56 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def run_add(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from codexmem.cli.common import open_store
-    from codexmem.errors import CodexmemError
+    from codexmem.cli.common import count, open_store
     from codexmem.records import service
     from codexmem.store.store import cli_actor
-    from codexmem.store.yamlio import YamlError, load_yaml
     from codexmem.timeutil import utcnow
 
-    try:
-        data = load_yaml(Path(args.schema).read_bytes(), source=args.schema)
-    except (OSError, YamlError) as exc:
-        raise CodexmemError("ERR_INVALID_INPUT", f"cannot read the schema: {exc}") from None
-    if not isinstance(data, dict):
-        raise CodexmemError("ERR_INVALID_INPUT", f"{args.schema}: a schema must be a YAML mapping")
+    data = _schema_file(args.schema, args.channel_id)
     schema = service.add_channel(open_store(args), args.channel_id, data, actor=cli_actor(), now=utcnow())
-    print(f"added channel {schema.record_channel_id} ({len(schema.fields)} fields)")
+    print(f"added channel {schema.record_channel_id} ({count(len(schema.fields), 'field')})")
     return 0
 
 
+def _schema_file(path: str, channel_id: str) -> dict[str, Any]:
+    """The schema file's mapping, its own id (if it names one) checked against ``channel_id`` and left out."""
+    from pathlib import Path
+
+    from codexmem.errors import CodexmemError
+    from codexmem.store.yamlio import MAX_YAML_BYTES, YamlError, load_yaml
+
+    try:
+        with Path(path).open("rb") as fh:
+            raw = fh.read(MAX_YAML_BYTES + 1)
+    except OSError as exc:
+        raise CodexmemError("ERR_INVALID_INPUT", f"cannot read the schema file {path}: {exc.strerror or exc}") from None
+    try:
+        data = load_yaml(raw, source=path)
+    except YamlError as exc:
+        raise CodexmemError("ERR_INVALID_INPUT", f"the schema file is not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise CodexmemError(
+            "ERR_INVALID_INPUT",
+            f"{path}: a schema is a YAML mapping of name, description and fields (see docs/channels.md)",
+        )
+    for key in ID_KEYS:
+        named = data.get(key)
+        if named is not None and named != channel_id:
+            raise CodexmemError(
+                "ERR_INVALID_INPUT",
+                f"{path} names channel {str(named)[:80]!r} ({key}), but the command adds {channel_id!r}: "
+                f"make them agree, or leave {key} out of the file",
+            )
+    return {k: v for k, v in data.items() if k not in ID_KEYS}
+
+
 def run_list(args: argparse.Namespace) -> int:
-    from codexmem.cli.common import open_store
+    from codexmem.cli.common import count, open_store
     from codexmem.records import service
 
-    for c in service.list_channels(open_store(args)):
-        print(f"{c.id}\t{c.item_count} items\t{c.name}")
+    channels = service.list_channels(open_store(args))
+    for c in channels:
+        print(f"{c.id}\t{count(c.item_count, 'item')}\t{c.name}")
+    if not channels:
+        print("no channels yet: add one with `codexmem channels add ID --schema FILE.yaml` (see docs/channels.md)")
     return 0

@@ -1,4 +1,4 @@
-"""``codexmem init``: create a store."""
+"""``codexmem init``: create a store, and say every file it created or changed."""
 
 from __future__ import annotations
 
@@ -16,7 +16,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         parents=[common],
         help="create a store (in this repository, or shared with --store PATH)",
         description="Create .codexmem/ at the git root declaring this repository's project, or a store at "
-        "--store PATH; a store with no repository around it (or --shared) is a shared memory store.",
+        "--store PATH (a new or empty folder). A store inside a git work tree declares that repository's "
+        "project; one outside any repository, or made with --shared, is a shared memory store. "
+        "Existing .gitignore and .gitattributes files are added to, never replaced.",
     )
     p.add_argument("--system", metavar="NAME", help="system name (default: the project name)")
     p.add_argument("--project", metavar="NAME", help="project name (default: from the remote, else the root)")
@@ -25,12 +27,14 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from codexmem.cli.common import shown
     from codexmem.errors import CodexmemError
     from codexmem.gitrepo import find_git_root
     from codexmem.store.init import init_store
 
-    if args.store:
-        path = Path(os.path.abspath(args.store))
+    given = getattr(args, "store", None)
+    if given:
+        path = Path(os.path.abspath(given))
     else:
         root = find_git_root(Path.cwd())
         if root is None:
@@ -38,8 +42,16 @@ def run(args: argparse.Namespace) -> int:
                 "ERR_INVALID_INPUT", "not inside a git work tree: run it in a repository, or pass --store PATH"
             )
         path = root / STORE_DIRNAME
-    config = init_store(path, cwd=Path.cwd(), system_name=args.system, project_name=args.project, shared=args.shared)
-    projects = config.get("projects") or []
-    what = f"project {projects[0]['id']}" if projects else "a shared store (no project of its own)"
+    result = init_store(path, cwd=Path.cwd(), system_name=args.system, project_name=args.project, shared=args.shared)
+    for change in result.changes:
+        if change.created:
+            print(f"created {shown(change.path)}")
+        else:
+            print(f"added {', '.join(change.added)} to {shown(change.path)}")
+    projects = result.config.get("projects") or []
+    if projects:
+        what = f"project {projects[0]['id']} ({projects[0]['name']}); --shared makes a store of no project"
+    else:
+        what = "a shared store (no project of its own)"
     print(f"created {path} for {what}")
     return 0

@@ -9,12 +9,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from codexmem.cli.common import positive_int
+
 TABLE_FIELDS = 4
 CELL_CHARS = 40
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("items", help="record items: add, edit, rm, list")
+    p = sub.add_parser("items", parents=[common], help="record items: add, edit, rm, list")
     actions = p.add_subparsers(dest="action", metavar="ACTION")
     actions.required = True
 
@@ -28,7 +30,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     edit.add_argument("item_id", metavar="ITEM")
     edit.add_argument("--json", required=True, metavar="JSON", help="the fields to change as a JSON object")
     edit.add_argument(
-        "--expected-version", type=int, metavar="N", help="refuse the edit unless the item is at version N"
+        "--expected-version",
+        type=positive_int,
+        metavar="N",
+        help="refuse the edit unless the item is at version N",
     )
     edit.set_defaults(func=run_edit)
 
@@ -39,7 +44,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
     ls = actions.add_parser("list", parents=[common], help="a table of the items, newest first")
     ls.add_argument("channel", metavar="CHANNEL")
-    ls.add_argument("--limit", type=int, metavar="N", help="show at most N items")
+    ls.add_argument("--limit", type=positive_int, metavar="N", help="show at most N items (1 or more)")
     ls.set_defaults(func=run_list)
 
 
@@ -52,6 +57,8 @@ def _values(text: str) -> dict[str, Any]:
         data = json.loads(text)
     except ValueError as exc:
         raise CodexmemError("ERR_INVALID_INPUT", f"--json is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise CodexmemError("ERR_INVALID_INPUT", "--json is nested too deeply: write plain field values") from None
     if not isinstance(data, dict):
         raise CodexmemError("ERR_INVALID_INPUT", "--json must be a JSON object of field keys to values")
     return data
@@ -84,7 +91,11 @@ def run_edit(args: argparse.Namespace) -> int:
         actor=cli_actor(),
         now=utcnow(),
     )
-    print(f"{args.item_id} is now at version {result.answer['item']['version']}")
+    version = result.answer["item"]["version"]
+    if result.unchanged:
+        print(f"nothing changed: those are the stored values; {args.item_id} stays at version {version}")
+    else:
+        print(f"{args.item_id} is now at version {version}")
     return 0
 
 
@@ -100,7 +111,7 @@ def run_rm(args: argparse.Namespace) -> int:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from codexmem.cli.common import open_store
+    from codexmem.cli.common import count, open_store
     from codexmem.records import service
     from codexmem.timeutil import utcnow
 
@@ -117,12 +128,14 @@ def run_list(args: argparse.Namespace) -> int:
         if not page.has_more:
             break
         before = page.items[-1]["id"]
-    if args.limit is not None:
-        rows = rows[: args.limit + 1]
+    shown = len(rows) - 1
+    if args.limit is not None and shown > args.limit:
+        rows, shown = rows[: args.limit + 1], args.limit
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
-    print(f"({len(rows) - 1} items)")
+    total = next((c.item_count for c in service.list_channels(store) if c.id == args.channel), shown)
+    print(f"({count(shown, 'item')})" if shown >= total else f"({shown} of {total} items; raise --limit for more)")
     return 0
 
 

@@ -3,14 +3,21 @@
 Each command module defines ``register(subparsers, common)``, adding its parser with ``parents=[common]``
 (which carries ``--store``) and ``set_defaults(func=...)``. Command modules keep heavy imports (the
 MCP SDK above all) inside their functions, so ``codexmem check`` never pays for them.
+
+Exit codes, the same for every command: 0 done; 1 findings (``check``, a ``--check`` flag);
+2 a usage error, a missing store or bad input; 70 a bug in codexmem (reported in one line too,
+never as a traceback; ``CODEXMEM_DEBUG=1`` shows it).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import re
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from codexmem import __version__
 from codexmem.errors import CodexmemError
@@ -25,31 +32,52 @@ COMMAND_MODULES = (
     "site_cmd",
     "channels_cmd",
     "items_cmd",
+    "migrate_cmd",
+    "setup_cmd",
+    "resolve_cmd",
+    "merge_cmd",
 )
+EXIT_FINDINGS = 1
+EXIT_USAGE = 2
+EXIT_BUG = 70
+EXIT_INTERRUPTED = 130
+DEBUG_VAR = "CODEXMEM_DEBUG"
+LONG_QUOTED = re.compile(r"'([^'\n]{40})[^'\n]{20,}'")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with codexmem's error line; every subcommand's parser is one of these too."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        message = LONG_QUOTED.sub(lambda m: f"'{m.group(1)}…'", message)  # a pasted 5,000 digits stay one line
+        self.exit(EXIT_USAGE, f"codexmem: error: {message} (see `{self.prog} --help`)\n")
+
+
+def store_option(parser: argparse.ArgumentParser) -> None:
+    """``--store``; left unset unless given, so it may come before or after a command's action."""
+    parser.add_argument(
+        "--store",
+        metavar="PATH",
+        default=argparse.SUPPRESS,
+        help="the store folder (default: $CODEXMEM_STORE, else .codexmem/ at the git root)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="codexmem",
         description="Git-native memory and record channels for coding agents, served over MCP.",
+        epilog="Exit codes: 0 done, 1 findings (check, --check), 2 usage error, missing store or bad input.",
     )
     parser.add_argument("--version", action="version", version=f"codexmem {__version__}")
+    store_option(parser)
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--store",
-        metavar="PATH",
-        help="the store folder (default: $CODEXMEM_STORE, else .codexmem/ at the git root)",
-    )
+    store_option(common)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"codexmem.cli.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"codexmem.cli.{name}":
-                continue  # a command not built yet
-            raise
-        module.register(sub, common)
+        importlib.import_module(f"codexmem.cli.{name}").register(sub, common)
     return parser
 
 
@@ -59,11 +87,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         result = args.func(args)
     except CodexmemError as exc:
-        print(f"codexmem {args.command}: {exc.message}", file=sys.stderr)
-        for field in exc.fields or []:
-            name = field.get("field") or field.get("key")
-            print(f"  {name}: {field.get('message')}", file=sys.stderr)
-        return 2
+        from codexmem.cli.errors import error_lines
+
+        for line in error_lines(exc, args):
+            print(line, file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"codexmem: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # a bug: still one line for a person, the traceback on request
+        if os.environ.get(DEBUG_VAR):
+            raise
+        print(
+            f"codexmem: error: internal error ({type(exc).__name__}: {str(exc)[:200]}); please report it with "
+            f"the command you ran ({DEBUG_VAR}=1 shows the traceback)",
+            file=sys.stderr,
+        )
+        return EXIT_BUG
     return int(result or 0)

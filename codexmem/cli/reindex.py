@@ -13,7 +13,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from codexmem.cli.common import open_store
+    from codexmem.cli.common import count, open_store
 
     store = open_store(args)
     started = time.perf_counter()
@@ -21,8 +21,5 @@ def run(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - started
     for bad in report.bad:
         print(f"{bad.path}: skipped: {bad.problem}")
-    print(
-        f"reindexed {report.parsed} records and {report.events_ingested} events in {elapsed:.2f} s"
-        f" ({report.events_synthesized} local events for changes without one)"
-    )
+    print(f"reindexed {count(report.parsed, 'record')} and {count(report.events_ingested, 'event')} in {elapsed:.2f} s")
     return 0

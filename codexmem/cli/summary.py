@@ -1,4 +1,4 @@
-"""``codexmem summary``: what a store holds, at a glance."""
+"""``codexmem summary``: what a store holds, at a glance (a report: it exits 0)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from codexmem.cli.common import open_store
+    from codexmem.cli.common import count, open_store
     from codexmem.store.layout import CHANNEL, HANDOFF, IMPORT, ITEM, NOTE, SESSION
 
     store = open_store(args)
@@ -24,16 +24,16 @@ def run(args: argparse.Namespace) -> int:
     names = {p.id: p.name for p in config.projects}
     projects = sorted(set(index.distinct(NOTE, "project_id")) | set(index.distinct(SESSION, "project_id")) | set(names))
     for project in projects:
-        notes = index.count(NOTE, where={"project_id": project})
-        open_handoffs = index.count(HANDOFF, where={"project_id": project, "status": "open"})
-        sessions = index.count(SESSION, where={"project_id": project})
+        notes = count(index.count(NOTE, where={"project_id": project}), "note")
+        handoffs = count(index.count(HANDOFF, where={"project_id": project, "status": "open"}), "open handoff")
+        sessions = count(index.count(SESSION, where={"project_id": project}), "session")
         label = names.get(project, project)
-        print(f"project {label:<16} {notes:>5} notes  {sessions:>4} sessions  {open_handoffs:>3} open handoffs")
+        print(f"project {label:<16} {notes:>11}  {sessions:>13}  {handoffs:>16}")
     totals = {k.name: index.count(k) for k in (SESSION, NOTE, HANDOFF, IMPORT, CHANNEL, ITEM)}
-    print("totals  " + ", ".join(f"{n} {k}s" for k, n in totals.items()))
+    print("totals  " + ", ".join(count(n, k) for k, n in totals.items()))
     for channel in index.select(CHANNEL, order=[("id", False)]):
-        count = index.count(ITEM, where={"channel": channel["record_channel_id"]})
-        print(f"channel {channel['record_channel_id']:<16} {count:>5} items  ({channel.get('name', '')})")
+        items = count(index.count(ITEM, where={"channel": channel["record_channel_id"]}), "item")
+        print(f"channel {channel['record_channel_id']:<16} {items:>11}  ({channel.get('name', '')})")
     bad = index.bad_files()
     if bad:
         print(f"unreadable files: {len(bad)} (run `codexmem check`)")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, WithJsonSchema
+from pydantic.json_schema import SkipJsonSchema
 
 from codexmem.errors import Warnings
 from codexmem.mcp.registry import ToolInput, ToolSpec
@@ -27,9 +28,11 @@ from codexmem.models.records import (
     HandoffKind,
     HandoffStatus,
     ImportSource,
+    Intent,
     NoteSource,
     NoteStatus,
     NoteType,
+    RecordState,
     ScopeRef,
 )
 
@@ -43,8 +46,6 @@ Item = Annotated[str, Field(max_length=MAX_LIST_ITEM_CHARS)]
 RelPath = Annotated[str, Field(max_length=MAX_SHORT)]
 Items = Annotated[list[Item], Field(max_length=MAX_LIST_ITEMS)]
 Paths = Annotated[list[RelPath], Field(max_length=MAX_PATHS)]
-State = Literal["active", "resolved", "superseded", "open", "completed", "abandoned"]
-Intent = Literal["continuation", "decision", "bugfix", "discovery", "recent_activity", "general"]
 
 
 class ScopeInput(ToolInput):
@@ -205,7 +206,7 @@ class SearchInput(ToolInput):
     query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY, description="words; each matches as a prefix")]
     scope: Scope
     types: Annotated[list[NoteType], Field(max_length=6)] = Field(default_factory=list)
-    states: Annotated[list[State], Field(max_length=6, description="note and/or handoff states")] = Field(
+    states: Annotated[list[RecordState], Field(max_length=6, description="note and/or handoff states")] = Field(
         default_factory=list
     )
     min_importance: Annotated[int, Field(ge=1, le=5)] = 1
@@ -233,9 +234,13 @@ class GetNoteInput(ToolInput):
 class SetStatusInput(ToolInput):
     id: Annotated[str, Field(min_length=1, max_length=MAX_ID)]
     kind: Literal["note", "handoff"]
-    status: State
+    status: RecordState
     expected_version: Annotated[int, Field(ge=1, description="the version you last read")]
     superseded_by: Annotated[str, Field(max_length=MAX_ID, description="the note that replaces this one")] = ""
+    reason: Annotated[Short, Field(description="why, for retracted: shown to reviewers and on the site")] = ""
+    session_id: SessionId | SkipJsonSchema[None] = Field(
+        default=None, description="your session, so the change says who made it"
+    )
 
 
 class EndSessionInput(ToolInput):
@@ -288,7 +293,6 @@ def _start_session(state: ServerState, args: StartSessionInput, warnings: Warnin
         scope=args.scope.ref(),
         task=args.task,
         branch_name=args.branch_name or args.scope.branch_name,
-        workspace_root=args.scope.workspace_root,
     )
 
 
@@ -426,6 +430,8 @@ def _set_status(state: ServerState, args: SetStatusInput, warnings: Warnings) ->
         status=args.status,
         expected_version=args.expected_version,
         superseded_by=args.superseded_by or None,
+        reason=args.reason,
+        session_id=args.session_id,
     )
 
 

@@ -6,11 +6,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from codexmem.envelope import shorten
+from codexmem.envelope import require_fits, shorten
 from codexmem.errors import Warnings, invalid_input
 from codexmem.memory.privacy import is_private, not_stored, screen_arguments
 from codexmem.memory.sessions import require_writable_session, write
-from codexmem.memory.text import make_record, normalize_paths, normalize_strings, require_fits, required_text
+from codexmem.memory.text import normalize_paths, normalize_strings, required_text
+from codexmem.models.base import make_record
 from codexmem.models.records import Handoff, HandoffKind, HandoffStatus, ScopeRef
 from codexmem.store.ids import is_record_id
 from codexmem.store.layout import HANDOFF, NOTE

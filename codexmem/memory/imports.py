@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from codexmem.envelope import MAX_ANSWER_BYTES, ok, size_of
+from codexmem.envelope import fits
 from codexmem.errors import CodexmemError, Warnings
 from codexmem.memory.notes import build_note, note_view, same_in_project
 from codexmem.memory.privacy import is_private, screen_arguments
@@ -255,7 +255,7 @@ def _answer(
 
 def _within_budget(data: dict[str, Any], warnings: Warnings) -> dict[str, Any]:
     """A note near the size limit plus its audit can outgrow one answer: then the note is shown compact."""
-    if data["note"] is not None and size_of(ok(data, warnings)) > MAX_ANSWER_BYTES:
+    if data["note"] is not None and not fits(data, warnings):
         data["note"] = note_view(data["note"], compact=True)
     return data
 

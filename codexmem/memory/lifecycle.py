@@ -23,9 +23,19 @@ from codexmem.store.store import Store
 from codexmem.timeutil import format_ts
 
 MOVES: dict[str, dict[str, tuple[str, ...]]] = {
-    "note": {"active": ("resolved", "superseded"), "resolved": ("superseded",)},
-    "handoff": {"open": ("completed", "abandoned")},
+    "note": {
+        "active": ("resolved", "superseded", "retracted"),
+        "resolved": ("superseded", "retracted"),
+        "superseded": ("retracted",),
+    },
+    "handoff": {
+        "open": ("completed", "abandoned", "retracted"),
+        "completed": ("retracted",),
+        "abandoned": ("retracted",),
+    },
 }
+"""Legal status moves. A person (or an agent) may retract any record that is not retracted yet:
+retracted records are kept (references to them stay valid) but never served to an agent again."""
 SESSION_MOVES: dict[str, tuple[str, ...]] = {
     "active": ("ended", "paused"),
     "paused": ("ended",),
@@ -45,13 +55,27 @@ def set_status(
     status: str,
     expected_version: int,
     superseded_by: str | None = None,
+    reason: str = "",
+    session_id: str | None = None,
+    actor: str = MCP_ACTOR,
 ) -> dict[str, Any]:
-    """``memory_set_status``: one legal move, checked against the version the caller last saw."""
+    """``memory_set_status``: one legal move, checked against the version the caller last saw.
+
+    ``session_id`` names the session that made the move (its events say so); ``reason`` says why
+    a record was retracted; ``actor`` is how the move came (``cli`` for ``codexmem retract``).
+    """
     target: Kind = NOTE if kind == "note" else HANDOFF
     check_record_id(record_id, str(target.prefix), "id")
     if superseded_by is not None and (kind != "note" or status != "superseded"):
         raise invalid_input("superseded_by", "only applies when a note moves to superseded")
-    with write(store, MCP_ACTOR, now, warnings) as txn:
+    reason = reason.strip()
+    if reason and status != "retracted":
+        raise invalid_input("reason", "only applies when a record is retracted")
+    if session_id is not None:
+        actor = check_record_id(session_id, "sess", "session_id")
+    with write(store, actor, now, warnings) as txn:
+        if session_id is not None:
+            txn.require_session(session_id)
         current = txn.get(target, record_id)
         if current is None:
             raise CodexmemError("ERR_RECORD_NOT_FOUND", f"{kind} {record_id} does not exist")
@@ -71,7 +95,10 @@ def set_status(
                 current_status=current["status"],
             )
         changed = ["status"]
-        updated = {**current, "status": status, "version": current["version"] + 1, "updated_at": format_ts(now)}
+        updated = {**current, "status": status, "version": current["version"] + 1}
+        if reason:
+            updated["status_reason"] = reason
+            changed.append("status_reason")
         if superseded_by is not None:
             check_record_id(superseded_by, "note", "superseded_by")
             if superseded_by == record_id or txn.get(NOTE, superseded_by) is None:
@@ -98,7 +125,7 @@ def end_session(
                 current_status=current["status"],
             )
         at = format_ts(now)
-        updated = {**current, "status": status, "version": current["version"] + 1, "updated_at": at}
+        updated = {**current, "status": status, "version": current["version"] + 1}
         if status == "ended":
             updated["ended_at"] = at
         changed = ["status", "ended_at"] if status == "ended" else ["status"]
@@ -133,7 +160,7 @@ def recover_idle_sessions(
             at = format_ts(now)
             txn.put(
                 SESSION,
-                {**current, "status": "recovered", "version": current["version"] + 1, "ended_at": at, "updated_at": at},
+                {**current, "status": "recovered", "version": current["version"] + 1, "ended_at": at},
                 event_type="status_changed",
                 changed=["ended_at", "status"],
             )

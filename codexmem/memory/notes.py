@@ -6,11 +6,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from codexmem.envelope import shorten
+from codexmem.envelope import require_fits, shorten
 from codexmem.errors import Warnings
 from codexmem.memory.privacy import is_private, not_stored, screen_arguments
 from codexmem.memory.sessions import require_writable_session, write
-from codexmem.memory.text import make_record, normalize_paths, normalize_tags, require_fits, required_text
+from codexmem.memory.text import normalize_paths, normalize_tags, required_text
+from codexmem.models.base import make_record
 from codexmem.models.records import Note, NoteSource, NoteStatus, NoteType, ScopeRef
 from codexmem.store.index import Index
 from codexmem.store.layout import NOTE

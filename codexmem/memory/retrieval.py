@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal, NamedTuple
 
-from codexmem.envelope import MAX_ANSWER_BYTES, fit, ok, shorten, size_of
+from codexmem.envelope import MAX_ANSWER_BYTES, fit, fits, shorten
 from codexmem.errors import CodexmemError, Warnings
 from codexmem.memory.handoffs import handoff_view
 from codexmem.memory.lifecycle import recover_idle_sessions
@@ -24,19 +24,21 @@ from codexmem.memory.related import related_sources
 from codexmem.memory.scope import resolve_scope
 from codexmem.memory.sessions import open_session, session_view
 from codexmem.memory.text import required_text, unique
-from codexmem.models.records import HANDOFF_STATUSES, NOTE_STATUSES, ScopeRef
+from codexmem.models.records import HANDOFF_STATUSES, NOTE_STATUSES, Intent, ScopeRef
 from codexmem.store.ids import check_record_id
 from codexmem.store.index import Index, TextQuery
 from codexmem.store.layout import HANDOFF, NOTE, Kind
 from codexmem.store.store import Store
 from codexmem.timeutil import parse_ts
 
-Intent = Literal["continuation", "decision", "bugfix", "discovery", "recent_activity", "general"]
 Groups = dict[str, list[dict[str, Any]]]
 
 HIGH_VALUE = 3
 """Bootstrap, recent and related notes show importance 3 and up."""
 LIVE_NOTE_STATES = ["active", "resolved"]
+SERVED_NOTE_STATES = [s for s in NOTE_STATUSES if s != "retracted"]
+SERVED_HANDOFF_STATES = [s for s in HANDOFF_STATUSES if s != "retracted"]
+"""A retracted note or handoff is kept (references stay valid) but never served again."""
 BY_VALUE = (("importance", True), ("created_at", True), ("id", True))
 BY_TIME = (("created_at", True), ("id", True))
 MAX_QUERY_WORDS = 32
@@ -64,6 +66,7 @@ class Detail(NamedTuple):
 DETAIL_LEVELS = (Detail(8, 200, 300), Detail(5, 120, 200), Detail(3, 60, 100))
 FIXED_PART_BUDGET = MAX_ANSWER_BYTES - 2500
 MAX_LISTED_RECOVERIES = 10
+UNREADABLE_SHOWN = 3
 
 
 @dataclass(frozen=True)
@@ -101,9 +104,7 @@ def bootstrap_session(
     """``memory_bootstrap_session``: resolve, start a session, recover idle ones, brief the new session."""
     scope = resolve_scope(store, warnings, cwd=cwd, branch_name=branch_name, repo_remote=repo_remote)
     ref = scope.ref()
-    session = open_session(
-        store, now, warnings, scope=ref, task=task, branch_name=scope.branch_name, workspace_root=scope.workspace_root
-    )
+    session = open_session(store, now, warnings, scope=ref, task=task, branch_name=scope.branch_name)
     recovered = recover_idle_sessions(store, now, warnings, workspace_id=ref.workspace_id, actor=session["session_id"])
     index = store.fresh_index()
     handoffs = workspace_first(index, HANDOFF, ref, limit=max_handoffs, order=BY_TIME, where={"status": "open"})
@@ -118,6 +119,7 @@ def bootstrap_session(
     if not notes:
         warnings.add("WARN_NO_PRIOR_NOTES", "no recent high-value notes were found for this workspace or project")
     related = related_notes(store, ref, warnings, limit=max_notes) if include_related_projects else []
+    warn_unreadable(index, warnings)
 
     def compact_handoff(record: dict[str, Any], level: Detail) -> dict[str, Any]:
         return handoff_view(record, compact=True, items=level.items, chars=level.chars, summary_chars=level.summary)
@@ -137,7 +139,7 @@ def bootstrap_session(
         }
 
     level = next(
-        (lv for lv in DETAIL_LEVELS if size_of(ok(build(lv, defaultdict(list)), warnings)) <= FIXED_PART_BUDGET),
+        (lv for lv in DETAIL_LEVELS if fits(build(lv, defaultdict(list)), warnings, budget=FIXED_PART_BUDGET)),
         DETAIL_LEVELS[-1],
     )
     items = [("notes", note_view(n, compact=True)) for n in notes]
@@ -147,6 +149,20 @@ def bootstrap_session(
     data["has_more"] = has_more or kept < len(items)
     data["truncated"] = kept < len(items)
     return data
+
+
+def warn_unreadable(index: Index, warnings: Warnings) -> None:
+    """What ``codexmem check`` would report as unreadable is left out of every answer: say so."""
+    bad = index.bad_files()
+    if bad:
+        shown = ", ".join(b.path for b in bad[:UNREADABLE_SHOWN])
+        more = f" and {len(bad) - UNREADABLE_SHOWN} more" if len(bad) > UNREADABLE_SHOWN else ""
+        count = "1 file" if len(bad) == 1 else f"{len(bad)} files"
+        warnings.add(
+            "WARN_UNREADABLE_FILES",
+            f"{count} in the store cannot be read and {'is' if len(bad) == 1 else 'are'} left out of every "
+            f"answer ({shown}{more}); ask the user to run `codexmem check`, which says what is wrong",
+        )
 
 
 def startup_brief(
@@ -204,11 +220,13 @@ def search(
     handoff_filter: dict[str, Sequence[str]] = {"project_id": [scope.project_id]}
     if types:
         note_filter["type"] = list(types)
-    # A state family the caller did not mention stays unfiltered.
-    if note_states := [s for s in states if s in NOTE_STATUSES]:
-        note_filter["status"] = note_states
-    if handoff_states := [s for s in states if s in HANDOFF_STATUSES]:
-        handoff_filter["status"] = handoff_states
+    # A state family the caller did not mention is every state but retracted (never served).
+    note_filter["status"] = [s for s in states if s in SERVED_NOTE_STATES] or (
+        [] if any(s in NOTE_STATUSES for s in states) else SERVED_NOTE_STATES
+    )
+    handoff_filter["status"] = [s for s in states if s in SERVED_HANDOFF_STATES] or (
+        [] if any(s in HANDOFF_STATUSES for s in states) else SERVED_HANDOFF_STATES
+    )
     index = store.fresh_index()
     want = max(limit * 5, 50)
 
@@ -328,7 +346,13 @@ def get_recent(
 ) -> dict[str, Any]:
     """``memory_get_recent``: latest handoffs (any status) and high-value notes, workspace first."""
     index = store.fresh_index()
-    handoffs = workspace_first(index, HANDOFF, scope, limit=limit + 1, order=BY_TIME) if include_handoffs else []
+    handoffs = (
+        workspace_first(
+            index, HANDOFF, scope, limit=limit + 1, order=BY_TIME, where_in={"status": SERVED_HANDOFF_STATES}
+        )
+        if include_handoffs
+        else []
+    )
     notes = high_value_notes(index, scope, limit=limit + 1) if include_notes else []
     related = related_notes(store, scope, warnings, limit=limit) if include_related_projects else []
     more = len(handoffs) > limit or len(notes) > limit
@@ -361,7 +385,7 @@ def get_record(store: Store, warnings: Warnings, *, record_id: str, kind: Litera
         raise CodexmemError("ERR_RECORD_NOT_FOUND", f"{kind} {record_id} does not exist")
     view = note_view if kind == "note" else handoff_view
     data = {"record": view(record)}
-    if size_of(ok(data, warnings)) > MAX_ANSWER_BYTES:
+    if not fits(data, warnings):
         data = {"record": view(record, compact=True)}
     return data
 
@@ -515,7 +539,6 @@ def fit_lists(
         groups: Groups = defaultdict(list)
         for name, item in kept:
             groups[name].append(item)
-        return ok(build(groups), warnings)
+        return build(groups)
 
-    envelope, kept = fit(items, render)
-    return envelope["data"], kept
+    return fit(items, render, warnings)

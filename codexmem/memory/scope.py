@@ -17,8 +17,7 @@ from codexmem.errors import CodexmemError, Warnings, invalid_input
 from codexmem.gitrepo import RepoInfo, discover_repository, name_from_remote, normalize_path, normalize_remote
 from codexmem.models.config import ProjectDecl, StoreConfig
 from codexmem.models.records import ScopeRef
-from codexmem.store.ids import scope_id
-from codexmem.store.init import project_identity_key, system_identity
+from codexmem.store.ids import project_identity_key, scope_id, system_identity
 from codexmem.store.locate import STORE_DIRNAME
 from codexmem.store.store import Store
 
@@ -118,7 +117,7 @@ def _declared_project(
     for decl in config.projects:
         if remote and remote in _remotes(decl):
             return decl
-    by_root = next((d for d in config.projects if root in _roots(d)), None)
+    by_root = next((d for d in config.projects if root in _roots(d, store_root)), None)
     in_own_repo = repo.has_git and store_root.name == STORE_DIRNAME and normalize_path(store_root.parent) == root
     if by_root is None and in_own_repo and config.projects:
         by_root = config.projects[0]
@@ -135,8 +134,9 @@ def _remotes(decl: ProjectDecl) -> set[str]:
     return {normalize_remote(r) for r in decl.remotes} - {""}
 
 
-def _roots(decl: ProjectDecl) -> set[str]:
-    return {normalize_path(r) for r in decl.roots if os.path.isabs(r)}
+def _roots(decl: ProjectDecl, store_root: Path) -> set[str]:
+    """The project's declared work trees, each relative to the store's folder (``..``: its own repository)."""
+    return {normalize_path(r if os.path.isabs(r) else store_root / r) for r in decl.roots}
 
 
 def _system(config: StoreConfig, decl: ProjectDecl | None, hint: str, project_name: str) -> tuple[str, str]:

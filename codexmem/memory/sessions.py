@@ -47,7 +47,6 @@ def open_session(
     scope: ScopeRef,
     task: str = "",
     branch_name: str = "",
-    workspace_root: str = "",
 ) -> dict[str, Any]:
     """Create a new active session and return its record."""
     at = format_ts(now)
@@ -58,7 +57,6 @@ def open_session(
         status="active",
         task=task.strip(),
         branch_name=branch_name.strip(),
-        workspace_root=workspace_root,
         started_at=at,
         updated_at=at,
     )
@@ -74,35 +72,20 @@ def start_session(
     scope: ScopeRef,
     task: str = "",
     branch_name: str = "",
-    workspace_root: str = "",
 ) -> dict[str, Any]:
     """``memory_start_session``: always a new session, never a reused one."""
-    record = open_session(
-        store, now, warnings, scope=scope, task=task, branch_name=branch_name, workspace_root=workspace_root
-    )
+    record = open_session(store, now, warnings, scope=scope, task=task, branch_name=branch_name)
     return {"session": session_view(record)}
 
 
 def require_writable_session(txn: Transaction, session_id: str, scope: ScopeRef) -> dict[str, Any]:
     """The session a write names: it must exist, share the write's scope and not be ended."""
     session = txn.get(SESSION, session_id)
-    if session is None:
-        raise CodexmemError(
-            "ERR_SESSION_NOT_FOUND",
-            f"session {session_id} does not exist: start one with memory_bootstrap_session or memory_start_session",
-            fields=[{"field": "session_id", "message": "no such session"}],
-        )
-    if ScopeRef.model_validate(session["scope"]) != scope:
+    if session is not None and ScopeRef.model_validate(session["scope"]) != scope:
         raise CodexmemError(
             "ERR_INVALID_SCOPE",
             f"session {session_id} belongs to workspace {session['scope']['workspace_id']} "
             f"of project {session['scope']['project_id']}, not to the scope given",
             fields=[{"field": "scope", "message": "does not match the session's scope"}],
         )
-    if session["status"] == "ended":
-        raise CodexmemError(
-            "ERR_INVALID_STATE",
-            f"session {session_id} has ended: start a new session to write",
-            fields=[{"field": "session_id", "message": "session has ended"}],
-        )
-    return session
+    return txn.require_session(session_id)

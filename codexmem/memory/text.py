@@ -10,17 +10,11 @@ import posixpath
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
-from pydantic import BaseModel, ValidationError
-
-from codexmem.envelope import MAX_ANSWER_BYTES, size_of
-from codexmem.errors import CodexmemError, invalid_input, validation_fields
+from codexmem.errors import CodexmemError, invalid_input
 
 MAX_TAG_CHARS = 64  # the Tag pattern in codexmem.models
-RECORD_BUDGET = MAX_ANSWER_BYTES - 700
-"""A stored record must fit whole in one answer, with room for the envelope and the warnings of a save."""
-M = TypeVar("M", bound=BaseModel)
 _NOT_SLUG = re.compile(r"[^a-z0-9]+")
 _DRIVE = re.compile(r"^[A-Za-z]:")
 
@@ -74,29 +68,6 @@ def normalize_paths(paths: Sequence[str], field: str) -> list[str]:
         first = bad[0]
         raise CodexmemError("ERR_INVALID_INPUT", f"{first['field']}: {first['message']}", fields=bad)
     return unique(out)
-
-
-def make_record(model: type[M], **values: Any) -> M:
-    """A record model from normalized values; what the model refuses is the caller's input error."""
-    try:
-        return model(**values)
-    except ValidationError as exc:
-        fields = validation_fields(exc)
-        first = fields[0]
-        raise CodexmemError("ERR_INVALID_INPUT", f"{first['field']}: {first['message']}", fields=fields) from None
-
-
-def require_fits(view: dict[str, Any], fields: Sequence[str], what: str) -> None:
-    """Refuse a record too large to return whole (multi-byte text counts in bytes), naming its largest field."""
-    size = size_of(view)
-    if size <= RECORD_BUDGET:
-        return
-    biggest = max(fields, key=lambda f: size_of(view.get(f)))
-    raise invalid_input(
-        biggest,
-        f"the {what} would take {size} bytes as JSON, over the {RECORD_BUDGET} bytes one answer allows: "
-        f"shorten {biggest} or split the {what}",
-    )
 
 
 def unique(items: Iterable[str]) -> list[str]:

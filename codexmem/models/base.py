@@ -6,10 +6,11 @@ refused with the same message wherever it comes from.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from codexmem.errors import CodexmemError, validation_fields
 from codexmem.store.ids import is_record_id, is_scope_id
 from codexmem.timeutil import is_ts
 
@@ -51,5 +52,18 @@ ChannelId = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,63}$")]
 Tag = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,63}$")]
 
 
+M = TypeVar("M", bound=BaseModel)
+
+
 class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=False, validate_assignment=False)
+
+
+def make_record(model: type[M], **values: Any) -> M:
+    """A record model from normalized values; what the model refuses is the caller's input error."""
+    try:
+        return model(**values)
+    except ValidationError as exc:
+        fields = validation_fields(exc)
+        first = fields[0]
+        raise CodexmemError("ERR_INVALID_INPUT", f"{first['field']}: {first['message']}", fields=fields) from None

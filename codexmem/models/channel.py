@@ -14,8 +14,10 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Final, Literal, get_args
 
+import webcolors
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from codexmem.errors import field_path
 from codexmem.models.formula import BUILTIN_REFERENCES, Formula, FormulaError, parse
 
 FieldType = Literal[
@@ -44,6 +46,9 @@ RESERVED_KEYS: Final = frozenset({"id", "version", "created_at", "updated_at"})
 KEY_RE: Final = re.compile(r"[a-z][a-z0-9_]{0,63}")
 CHANNEL_ID_RE: Final = re.compile(r"[a-z][a-z0-9_-]{0,63}")
 COLOR_RE: Final = re.compile(r"#[0-9a-fA-F]{6}")
+SHORT_COLOR_RE: Final = re.compile(r"#[0-9a-fA-F]{3}")
+PALETTE: Final = ("#3b82f6", "#22c55e", "#f59e0b", "#ef4444", "#8b5cf6", "#06b6d4", "#ec4899", "#64748b")
+"""Colours given to options that name none, in order (blue, green, amber, red, violet, cyan, pink, slate)."""
 
 NUMERIC_TYPES: Final = frozenset({"number", "currency", "percentage"})
 
@@ -61,7 +66,12 @@ CONFIG_APPLIES_TO: Final[Mapping[str, frozenset[str]]] = {
 
 
 class FieldOption(BaseModel):
-    """One choice of a select field: ``value`` is stored, ``label`` is what people see."""
+    """One choice of a select field: ``value`` is stored, ``label`` is what people see.
+
+    A schema may write an option as a plain string (value and label alike) and leave out the
+    label or the colour (:meth:`FieldConfig._forgiving_options` fills them in); the colour may be a
+    CSS colour name or hex, and is stored as ``#rrggbb``.
+    """
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -72,9 +82,17 @@ class FieldOption(BaseModel):
     @field_validator("color")
     @classmethod
     def _check_color(cls, v: str) -> str:
-        if not COLOR_RE.fullmatch(v):
-            raise ValueError(f"color must be a CSS hex colour like #22c55e, got {v!r}")
-        return v
+        if COLOR_RE.fullmatch(v):
+            return v
+        if SHORT_COLOR_RE.fullmatch(v):
+            return str(webcolors.normalize_hex(v))
+        try:
+            return str(webcolors.name_to_hex(v))
+        except ValueError:
+            raise ValueError(
+                f"color must be a CSS colour name (green, slateblue) or hex like #22c55e, got {v[:40]!r}; "
+                "or leave it out for a default colour"
+            ) from None
 
 
 class FieldConfig(BaseModel):
@@ -90,6 +108,26 @@ class FieldConfig(BaseModel):
     channel: str | None = None
     expression: str | None = None
     result_type: Literal["number", "text", "boolean", "date"] | None = None
+
+    @field_validator("options", mode="before")
+    @classmethod
+    def _forgiving_options(cls, v: Any) -> Any:
+        """``[open, done]`` means ``[{value: open, label: open}, ...]``; a missing label is the value,
+        a missing colour the next of :data:`PALETTE`. Anything else is left for the model to refuse."""
+        if not isinstance(v, list):
+            return v
+        out: list[Any] = []
+        for i, option in enumerate(v):
+            if isinstance(option, str):
+                option = {"value": option}
+            if isinstance(option, dict):
+                option = dict(option)
+                if option.get("label") is None and isinstance(option.get("value"), str):
+                    option["label"] = option["value"]
+                if option.get("color") is None:
+                    option["color"] = PALETTE[i % len(PALETTE)]
+            out.append(option)
+        return out
 
 
 class FieldDef(BaseModel):
@@ -121,35 +159,57 @@ class FieldDef(BaseModel):
         return [o.value for o in self.config.options or []]
 
 
-def _structural_problems(f: FieldDef) -> list[str]:
+Problem = tuple[tuple[int | str, ...], str]
+"""Where in the schema (``("fields", 3, "config", "options")``) and what is wrong there."""
+
+
+class SchemaProblems(ValueError):
+    """Every rule between a schema's fields that it breaks, each with its own path.
+
+    pydantic keeps the exception (``ctx["error"]``), so a caller can list the problems one by one;
+    its text names them all, path first, for everyone else.
+    """
+
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__("; ".join(f"{field_path(loc)}: {message}" for loc, message in problems))
+        self.problems = problems
+
+
+def _a(word: str) -> str:
+    return f"an {word}" if word[0] in "aeio" else f"a {word}"  # an email field, a url field
+
+
+def _structural_problems(i: int, f: FieldDef) -> list[Problem]:
     """Per-field rules pydantic's field constraints cannot express."""
-    where = f"fields.{f.key}"
-    problems: list[str] = []
+    at: tuple[int | str, ...] = ("fields", i)
+    cfg_at = (*at, "config")
+    problems: list[Problem] = []
     cfg = f.config
-    for name, applies_to in CONFIG_APPLIES_TO.items():
-        if getattr(cfg, name) is not None and f.type not in applies_to:
-            problems.append(f"{where}.config.{name} does not apply to a {f.type} field")
+    name = f"{f.type} field {f.key!r}"
+    for key, applies_to in CONFIG_APPLIES_TO.items():
+        if getattr(cfg, key) is not None and f.type not in applies_to:
+            problems.append(((*cfg_at, key), f"{key} does not apply to {_a(f.type)} field ({f.key!r})"))
     if f.type in ("select", "multi_select"):
         if not cfg.options:
-            problems.append(f"{where}: a {f.type} field needs at least one option")
+            problems.append(((*cfg_at, "options"), f"{name} needs at least one option, such as options: [open, done]"))
         else:
             values = [o.value for o in cfg.options]
             dupes = sorted({v for v in values if values.count(v) > 1})
             if dupes:
-                problems.append(f"{where}.config.options: option values must be unique, repeated: {dupes}")
+                problems.append(((*cfg_at, "options"), f"option values must be unique, repeated: {dupes}"))
     if f.type == "rating" and cfg.max_stars is None:
-        problems.append(f"{where}: a rating field needs config.max_stars (1..10)")
+        problems.append(((*cfg_at, "max_stars"), f"{name} needs max_stars (1..10)"))
     if f.type == "relation" and not cfg.channel:
-        problems.append(f"{where}: a relation field needs config.channel")
+        problems.append(((*cfg_at, "channel"), f"{name} needs channel: the channel whose items it points to"))
     if f.type == "formula":
         if not cfg.expression:
-            problems.append(f"{where}: a formula field needs config.expression")
+            problems.append(((*cfg_at, "expression"), f"{name} needs an expression"))
         if cfg.result_type is None:
-            problems.append(f"{where}: a formula field needs config.result_type")
+            problems.append(((*cfg_at, "result_type"), f"{name} needs result_type: number, text, boolean or date"))
         if f.is_required or f.is_unique:
-            problems.append(f"{where}: a formula field is computed and cannot be required or unique")
+            problems.append((at, f"{name} is computed and cannot be required or unique"))
     if cfg.min is not None and cfg.max is not None and cfg.min > cfg.max:
-        problems.append(f"{where}.config: min ({cfg.min:g}) is greater than max ({cfg.max:g})")
+        problems.append((cfg_at, f"min ({cfg.min:g}) is greater than max ({cfg.max:g})"))
     return problems
 
 
@@ -225,14 +285,20 @@ class ChannelSchema(BaseModel):
 
     @model_validator(mode="after")
     def _check_whole(self) -> ChannelSchema:
-        problems: list[str] = []
+        problems: list[Problem] = []
         by_key: dict[str, FieldDef] = {}
-        for f in self.fields:
+        where: dict[str, tuple[int | str, ...]] = {}
+        for i, f in enumerate(self.fields):
             if f.key in by_key:
-                problems.append(f"fields.{f.key}: field key is used more than once")
+                first = field_path(where[f.key])
+                problems.append((("fields", i, "key"), f"field key {f.key!r} is used more than once (also {first})"))
                 continue
             by_key[f.key] = f
-            problems.extend(_structural_problems(f))
+            where[f.key] = ("fields", i)
+            problems.extend(_structural_problems(i, f))
+
+        def expression(key: str) -> tuple[int | str, ...]:
+            return (*where[key], "config", "expression")
 
         formulas: dict[str, Formula] = {}
         for key, f in by_key.items():
@@ -240,7 +306,7 @@ class ChannelSchema(BaseModel):
                 try:
                     formulas[key] = parse(f.config.expression)
                 except FormulaError as exc:
-                    problems.append(f"fields.{key}.config.expression: {exc.message}")
+                    problems.append((expression(key), exc.message))
 
         known = sorted([*by_key, *BUILTIN_REFERENCES])
         graph: dict[str, set[str]] = {}
@@ -249,14 +315,12 @@ class ChannelSchema(BaseModel):
             refs = formula.references()
             unknown = sorted(r for r in refs if r not in by_key and r not in BUILTIN_REFERENCES)
             for name in unknown:
-                problems.append(f"fields.{key}.config.expression: unknown field {name!r} (known: {', '.join(known)})")
+                problems.append((expression(key), f"unknown field {name!r} (known: {', '.join(known)})"))
             if unknown:
                 broken.add(key)
             graph[key] = {r for r in refs if r in by_key and by_key[r].type == "formula"}
         for cycle in _find_cycles(graph):
-            problems.append(
-                f"fields.{cycle[0]}.config.expression: formulas refer to each other in a cycle: " + " -> ".join(cycle)
-            )
+            problems.append((expression(cycle[0]), "formulas refer to each other in a cycle: " + " -> ".join(cycle)))
             broken.update(cycle)
 
         field_types = {
@@ -268,14 +332,19 @@ class ChannelSchema(BaseModel):
             try:
                 computed = formula.check_types(field_types)
             except FormulaError as exc:
-                problems.append(f"fields.{key}.config.expression: {exc.message}")
+                problems.append((expression(key), exc.message))
                 continue
             declared = by_key[key].config.result_type
             if declared is not None and computed != declared:
-                problems.append(f"fields.{key}.config.result_type is {declared} but the expression computes {computed}")
+                problems.append(
+                    (
+                        (*where[key], "config", "result_type"),
+                        f"result_type is {declared} but the expression computes {computed}",
+                    )
+                )
 
         if problems:
-            raise ValueError("; ".join(problems))
+            raise SchemaProblems(problems)
         self._formulas = formulas
         self._formula_order = _topological(graph)
         return self

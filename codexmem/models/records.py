@@ -28,13 +28,17 @@ from codexmem.models.base import (
 )
 
 NoteType = Literal["decision", "bugfix", "discovery", "constraint", "preference", "todo"]
-NoteStatus = Literal["active", "resolved", "superseded"]
+NoteStatus = Literal["active", "resolved", "superseded", "retracted"]
 NoteSource = Literal["codex_explicit", "watcher_import", "relay_import", "recovery_generated"]
 HandoffKind = Literal["final", "checkpoint", "recovery"]
-HandoffStatus = Literal["open", "completed", "abandoned"]
+HandoffStatus = Literal["open", "completed", "abandoned", "retracted"]
 HandoffSource = Literal["codex_explicit", "recovery_generated"]
 ImportSource = Literal["watcher_import", "relay_import"]
 SessionStatus = Literal["active", "paused", "ended", "recovered"]
+RecordState = Literal[NoteStatus, HandoffStatus]
+"""A note's or a handoff's status (memory_search and memory_set_status take either)."""
+Intent = Literal["continuation", "decision", "bugfix", "discovery", "recent_activity", "general"]
+"""What a search is for: its kind of result gets a bonus in the ranking."""
 
 NOTE_TYPES: tuple[str, ...] = get_args(NoteType)
 NOTE_STATUSES: tuple[str, ...] = get_args(NoteStatus)
@@ -62,22 +66,34 @@ class ScopeRef(StrictModel):
     workspace_id: WorkspaceId
 
 
+class Anchor(StrictModel):
+    """The code a note or handoff describes, as it was when saved: the workspace's commit (HEAD)
+    and the blob id git gives each named file, so ``codexmem stale`` can tell when it changed."""
+
+    commit: str = Field(pattern=r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+    files: dict[str, str] = Field(default_factory=dict)
+    """path -> blob id (the file as it was; a path that did not exist then is left out)."""
+
+
+# ``version`` defaults to 1 and ``updated_at`` is never written to a file: the version is left out of
+# a file until its first change, and the time of a record's last change comes from its events.
+
+
 class Session(StrictModel):
     session_id: SessionId
-    version: int = Field(ge=1)
+    version: int = Field(default=1, ge=1)
     scope: ScopeRef
     status: SessionStatus
     task: str = ""
     branch_name: str = ""
-    workspace_root: str = ""
     started_at: Timestamp
     ended_at: Timestamp | None = None
-    updated_at: Timestamp
+    updated_at: Timestamp | None = None
 
 
 class Note(StrictModel):
     note_id: NoteId
-    version: int = Field(ge=1)
+    version: int = Field(default=1, ge=1)
     scope: ScopeRef
     session_id: SessionId
     type: NoteType
@@ -89,14 +105,17 @@ class Note(StrictModel):
     file_paths: list[str] = Field(default_factory=list, max_length=MAX_PATHS)
     related_project_ids: list[str] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
     superseded_by: NoteId | None = None
+    status_reason: str | None = Field(default=None, max_length=MAX_SHORT)
+    """Why a person retracted it (``codexmem retract --reason``)."""
+    anchor: Anchor | None = None
     created_at: Timestamp
-    updated_at: Timestamp
+    updated_at: Timestamp | None = None
     content: str = Field(min_length=1, max_length=MAX_CONTENT)
 
 
 class Handoff(StrictModel):
     handoff_id: HandoffId
-    version: int = Field(ge=1)
+    version: int = Field(default=1, ge=1)
     scope: ScopeRef
     session_id: SessionId
     kind: HandoffKind
@@ -109,14 +128,16 @@ class Handoff(StrictModel):
     risks: list[str] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
     files_touched: list[str] = Field(default_factory=list, max_length=MAX_PATHS)
     related_note_ids: list[NoteId] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
+    status_reason: str | None = Field(default=None, max_length=MAX_SHORT)
+    anchor: Anchor | None = None
     created_at: Timestamp
-    updated_at: Timestamp
+    updated_at: Timestamp | None = None
     summary: str = Field(min_length=1, max_length=MAX_CONTENT)
 
 
 class ImportAudit(StrictModel):
     import_id: ImportId
-    version: int = Field(ge=1)
+    version: int = Field(default=1, ge=1)
     scope: ScopeRef
     session_id: SessionId
     source: ImportSource
@@ -127,7 +148,7 @@ class ImportAudit(StrictModel):
     suppression_reason: str | None = None
     content_changed: bool = False
     imported_at: Timestamp
-    updated_at: Timestamp
+    updated_at: Timestamp | None = None
 
 
 class Item(StrictModel):
@@ -135,7 +156,7 @@ class Item(StrictModel):
 
     item_id: ItemId
     record_channel_id: ChannelId
-    version: int = Field(ge=1)
+    version: int = Field(default=1, ge=1)
     created_at: Timestamp
-    updated_at: Timestamp
+    updated_at: Timestamp | None = None
     values: dict[str, Any] = Field(default_factory=dict)

@@ -63,6 +63,8 @@ class EditResult:
     answer: dict[str, Any]
     replayed: bool = False
     redacted: list[str] = field(default_factory=list)
+    unchanged: bool = False
+    """The values sent were the stored ones: nothing was written (no version, no event)."""
 
 
 @dataclass(frozen=True)
@@ -211,6 +213,7 @@ def edit_item(
     idempotency_key: str | None,
     actor: str,
     now: datetime,
+    session_id: str | None = None,
 ) -> EditResult:
     """Change some fields of one item: all of them valid, or nothing written.
 
@@ -236,7 +239,12 @@ def edit_item(
         raise CodexmemError(
             "ERR_INVALID_INPUT", f"values {message}", fields=[{"field": "values", "message": message}]
         ) from None
+    if session_id is not None:
+        check_record_id(session_id, "sess", "session_id")
+        actor = session_id
     with store.transaction(actor, at=format_ts(now)) as txn:
+        if session_id is not None:
+            txn.require_session(session_id)
         if idempotency_key is not None:
             replay = _replay(txn, idempotency_key, fingerprint, now)
             if replay is not None:
@@ -256,6 +264,9 @@ def edit_item(
         before: dict[str, Any] = current["values"]
         stored = _validated(txn, schema, item_id, values, existing=before)
         changed = sorted(k for k in {*before, *stored} if before.get(k, _ABSENT) != stored.get(k, _ABSENT))
+        if not changed:  # a no-op writes nothing: no version, no event, no file
+            current_item = store.index.get(ITEM, item_id, channel_id) or current
+            return EditResult({"item": public_item(schema, current_item, now)}, unchanged=True)
         item = Item(
             item_id=item_id,
             record_channel_id=channel_id,
@@ -360,7 +371,7 @@ def _replay(txn: Transaction, key: str, fingerprint: str, now: datetime) -> Edit
     if answer is None:  # the index was rebuilt: the event survived, the remembered answer did not
         channel_id = str(event["record_channel_id"])
         schema = get_schema(txn.store, channel_id)
-        current = txn.get(ITEM, str(event["id"]), channel_id)
+        current = txn.store.index.get(ITEM, str(event["id"]), channel_id)  # with its time of change
         if current is None:
             raise _item_not_found(channel_id, str(event["id"]))
         answer = {"item": public_item(schema, current, now)}

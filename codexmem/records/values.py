@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from codexmem.errors import CodexmemError, validation_fields
-from codexmem.models.channel import ChannelSchema
+from codexmem.errors import CodexmemError, field_path, validation_fields
+from codexmem.models.channel import ChannelSchema, FieldConfig, FieldDef, FieldOption, SchemaProblems
 from codexmem.records.fields import preview_values, unique_keys
 from codexmem.store.index import Index
 from codexmem.store.layout import ITEM
@@ -32,23 +32,48 @@ def schema_from_json(text: str) -> ChannelSchema:
 
 
 def validate_schema(data: Mapping[str, Any]) -> ChannelSchema:
-    """A new schema, or ERR_INVALID_INPUT naming every problem (formula errors included)."""
+    """A new schema, or ERR_INVALID_INPUT listing each problem once, with its path (``fields[3].type``)."""
     try:
         return ChannelSchema.model_validate(dict(data))
     except ValidationError as exc:
         fields: list[dict[str, Any]] = []
-        for problem in validation_fields(exc, root="schema"):
-            # The whole-schema check joins its problems with "; ": one entry per problem reads better.
-            parts = problem["message"].split("; fields.")
-            fields.extend(
-                {"field": problem["field"], "message": p if i == 0 else "fields." + p} for i, p in enumerate(parts)
-            )
+        errors = exc.errors(include_url=False, include_input=False)
+        for err, entry in zip(errors, validation_fields(exc, unknown=_UNKNOWN, root="schema"), strict=True):
+            found = err.get("ctx", {}).get("error")
+            if isinstance(found, SchemaProblems):
+                fields.extend({"field": field_path(loc), "message": m} for loc, m in found.problems)
+            elif entry["message"] == _UNKNOWN:
+                fields.append({"field": entry["field"], "message": _unknown_key(err["loc"])})
+            else:
+                fields.append(entry)
+        if len(fields) == 1:
+            headline = f"the schema is not valid: {fields[0]['field']}: {fields[0]['message']}"
+        else:
+            headline = f"the schema has {len(fields)} problems, each listed with its path"
         raise CodexmemError(
-            "ERR_INVALID_INPUT",
-            f"the schema is not valid: {fields[0]['message']}"
-            + (f" (and {len(fields) - 1} more)" if len(fields) > 1 else ""),
-            fields=fields[:50],
+            "ERR_INVALID_INPUT", f"{headline} (docs/channels.md shows every field type)", fields=fields[:50]
         ) from None
+
+
+_UNKNOWN = "\0unknown key"
+_KEYS_AT: dict[str, tuple[type[BaseModel], str]] = {
+    "schema": (ChannelSchema, "a schema has"),
+    "field": (FieldDef, "a field has"),
+    "config": (FieldConfig, "config has"),
+    "option": (FieldOption, "an option has"),
+}
+
+
+def _unknown_key(loc: tuple[int | str, ...]) -> str:
+    """An unknown key, with the keys allowed where it stands (and where it belongs, if elsewhere)."""
+    key = str(loc[-1])
+    depth = {1: "schema", 3: "field", 4: "config", 6: "option"}.get(len(loc), "schema")
+    model, has = _KEYS_AT[depth]
+    allowed = [k for k in model.model_fields if k not in ("record_channel_id", "version")]
+    hint = ""
+    if depth == "field" and key in FieldConfig.model_fields:
+        hint = f"; {key} goes under config (config: {{{key}: ...}})"
+    return f"unknown key {key!r}: {has} {', '.join(allowed)}{hint}"
 
 
 def in_schema_order(schema: ChannelSchema, values: Mapping[str, Any]) -> dict[str, Any]:

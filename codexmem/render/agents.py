@@ -274,15 +274,86 @@ def install(plans: list[Plan], mode: str, warnings: Warnings) -> dict[str, list[
 
 def with_block(existing: str, content: str) -> str:
     """``existing`` with codexmem's block replaced (or appended once); all else kept byte for byte."""
-    block = f"{BEGIN_MARKER}\n{content.rstrip()}\n{END_MARKER}"
-    start = existing.find(BEGIN_MARKER)
-    end = existing.find(END_MARKER, start + len(BEGIN_MARKER)) if start >= 0 else -1
-    if start >= 0 and end >= 0:
-        return existing[:start] + block + existing[end + len(END_MARKER) :]
+    block = marked(content)
+    span = _block_span(existing)
+    if span is not None:
+        return existing[: span[0]] + block + existing[span[1] :]
     if not existing:
         return block + "\n"
     separator = "" if existing.endswith("\n\n") else ("\n" if existing.endswith("\n") else "\n\n")
     return existing + separator + block + "\n"
+
+
+def marked(content: str) -> str:
+    """``content`` between codexmem's markers: the block codexmem owns in a shared file."""
+    return f"{BEGIN_MARKER}\n{content.rstrip()}\n{END_MARKER}"
+
+
+def marked_block(text: str) -> str | None:
+    """The marked block of ``text`` (markers included), or None when it has none."""
+    span = _block_span(text)
+    return text[span[0] : span[1]] if span else None
+
+
+def _block_span(text: str) -> tuple[int, int] | None:
+    start = text.find(BEGIN_MARKER)
+    end = text.find(END_MARKER, start + len(BEGIN_MARKER)) if start >= 0 else -1
+    return (start, end + len(END_MARKER)) if start >= 0 and end >= 0 else None
+
+
+# ------------------------------------------------------------------ the CLI's file
+
+CLI_MODES = ("append", "overwrite")
+"""``codexmem agents --out``: without a mode, only a missing file or codexmem's own block is written."""
+
+
+def write_marked(path: Path, content: str, mode: str | None) -> str:
+    """Write ``content`` as codexmem's marked block in ``path``; return what was done, for the person.
+
+    A missing file gets the block; a file with the block gets it replaced, every other byte kept;
+    a file without it is left alone unless ``mode`` says append (the block at its end) or
+    overwrite (the file replaced by the block).
+    """
+    try:
+        existing = _read_existing(path)
+    except OSError as exc:
+        raise CodexmemError("ERR_AGENTS_WRITE_DENIED", f"cannot read {path}: {exc.strerror or exc}") from None
+    if existing is None or mode == "overwrite":
+        new = with_block("", content)
+        done = f"wrote {path}" if existing is None else f"replaced {path} by the codexmem block"
+    elif _block_span(existing) is not None:
+        new, done = with_block(existing, content), f"updated the codexmem block of {path}; the rest is unchanged"
+    elif mode == "append":
+        new, done = with_block(existing, content), f"appended the codexmem block to {path}"
+    else:
+        raise CodexmemError(
+            "ERR_AGENTS_WRITE_DENIED",
+            f"{path} exists and has no codexmem block, so it was left alone: `--mode append` adds the block "
+            "at its end, `--mode overwrite` replaces the whole file",
+        )
+    if new == existing:
+        return f"{path} is up to date"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, new.encode("utf-8"))
+    except OSError as exc:
+        raise CodexmemError("ERR_AGENTS_WRITE_DENIED", f"cannot write {path}: {exc.strerror or exc}") from None
+    return done
+
+
+def check_marked(path: Path, content: str) -> tuple[str, str | None] | None:
+    """None when ``path`` holds ``content`` (in its marked block, when it has one); else what differs
+    and the ``--mode`` that would fix it (None: the default)."""
+    try:
+        existing = _read_existing(path)
+    except OSError as exc:
+        raise CodexmemError("ERR_AGENTS_WRITE_DENIED", f"cannot read {path}: {exc.strerror or exc}") from None
+    if existing is None:
+        return "does not exist", None
+    block = marked_block(existing)
+    if block is not None:
+        return None if block == marked(content) else ("the codexmem block differs from the rendering", None)
+    return None if existing == content else ("has no codexmem block", "append")
 
 
 def _read_existing(path: Path) -> str | None:

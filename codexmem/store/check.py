@@ -1,44 +1,42 @@
-"""``codexmem check``: validate a whole store, file by file, the way CI should see it.
+"""The store's part of ``codexmem check``: the layout, every record file, the events log.
 
 Reads the files directly (never the index), so what it reports is what a pull request holds.
-Errors fail the run; warnings (an interrupted write's leftovers, a version without its event)
-are printed but pass.
+Each record file is read with :func:`~codexmem.store.recordfile.read_record`, the same function
+the index and the write path use. The records it could read are handed on (a :class:`StoreScan`)
+to the checks that know what records mean: records/checks.py and memory/checks.py, composed by
+codexmem/check.py.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from codexmem.errors import CodexmemError
+from codexmem.models.config import StoreConfig
 from codexmem.store import events as ev
-from codexmem.store.atomic import TMP_PREFIX, read_bytes_nofollow
-from codexmem.store.index import validate_record
-from codexmem.store.layout import (
-    CHANNEL,
-    CONFIG_FILE,
-    ITEM,
-    NOTE,
-    SESSION,
-    Kind,
-    Layout,
-    identify_relpath,
-    parse,
-)
+from codexmem.store.atomic import TMP_PREFIX
+from codexmem.store.history import Expected, FieldState, expected_state, record_fields, value_key
+from codexmem.store.index.schema import record_relpath
+from codexmem.store.layout import CONFIG_FILE, KINDS, Kind, Layout, identify_relpath
+from codexmem.store.recordfile import read_record
+from codexmem.store.screen import credential_findings
 from codexmem.store.store import JOURNAL_DIR, load_config
-from codexmem.store.yamlio import MAX_YAML_BYTES
 
 ALLOWED_TOP = {CONFIG_FILE, ".gitignore", ".gitattributes", ".cache", ".lock", JOURNAL_DIR, "README.md"}
 RECORD_DIRS = {"sessions", "notes", "handoffs", "imports", "channels", "events"}
+
+Level = Literal["error", "warning"]
 
 
 @dataclass(frozen=True, order=True)
 class Finding:
     path: str
-    level: str  # "error" | "warning"
+    level: Level
     message: str
 
     def __str__(self) -> str:
@@ -46,26 +44,17 @@ class Finding:
 
 
 @dataclass
-class CheckResult:
-    findings: list[Finding]
-    counts: dict[str, int]
+class StoreScan:
+    """What the store's own check read: its findings, its config and every record it could read."""
 
-    @property
-    def errors(self) -> list[Finding]:
-        return [f for f in self.findings if f.level == "error"]
-
-    @property
-    def warnings(self) -> list[Finding]:
-        return [f for f in self.findings if f.level == "warning"]
-
-
-class _Checker:
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.layout = Layout(root)
-        self.findings: list[Finding] = []
-        self.records: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
-        self.counts: dict[str, int] = {}
+    root: Path
+    findings: list[Finding] = field(default_factory=list)
+    config: StoreConfig | None = None
+    records: dict[tuple[str, str], tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    """(kind name, id) -> (path in the store, validated data)."""
+    counts: dict[str, int] = field(default_factory=dict)
+    events: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
+    """(kind, id) -> the record's events, as the event files on disk hold them."""
 
     def error(self, path: str, message: str) -> None:
         self.findings.append(Finding(path, "error", message))
@@ -73,221 +62,294 @@ class _Checker:
     def warn(self, path: str, message: str) -> None:
         self.findings.append(Finding(path, "warning", message))
 
-    def run(self) -> CheckResult:
-        try:
-            self.config = load_config(self.layout)
-        except CodexmemError as exc:
-            self.error(CONFIG_FILE, exc.message)
-            return CheckResult(sorted(self.findings), self.counts)
-        self._walk()
-        self._check_references()
-        self._check_channels()
-        self._check_events()
-        self._check_secrets()
-        return CheckResult(sorted(self.findings), self.counts)
-
-    # -------------------------------------------------------------- files
-
-    def _walk(self) -> None:
-        for entry in sorted(os.scandir(self.root), key=lambda e: e.name):
-            if entry.name in ALLOWED_TOP:
-                if entry.name == JOURNAL_DIR and any(Path(entry.path).glob("*.json")):
-                    self.warn(JOURNAL_DIR, "an interrupted multi-file write; the next write finishes it")
-                continue
-            if entry.name not in RECORD_DIRS or not entry.is_dir(follow_symlinks=False):
-                self.error(entry.name, "stray file or folder: not part of the store layout")
-                continue
-            if entry.name == "events":
-                continue
-            for rel, st_path in self._files(Path(entry.path), entry.name):
-                self._check_file(rel, st_path)
-
-    def _files(self, folder: Path, prefix: str) -> Iterator[tuple[str, Path]]:
-        for entry in sorted(os.scandir(folder), key=lambda e: e.name):
-            rel = f"{prefix}/{entry.name}"
-            if entry.is_dir(follow_symlinks=False):
-                yield from self._files(Path(entry.path), rel)
-            else:
-                yield rel, Path(entry.path)
-
-    def _check_file(self, rel: str, path: Path) -> None:
-        if path.name.startswith(TMP_PREFIX):
-            self.warn(rel, "temporary file left by an interrupted write (safe to delete)")
-            return
-        ident = identify_relpath(rel)
-        if ident is None:
-            self.error(rel, "stray file: not a record file name (<prefix>_<ULID> with the kind's suffix)")
-            return
-        if path.is_symlink() or not path.is_file():
-            self.error(rel, "not a regular file (symlinks are refused)")
-            return
-        kind, rid, channel = ident
-        try:
-            raw = read_bytes_nofollow(path, MAX_YAML_BYTES)
-            data = validate_record(kind, parse(kind, raw, source=rel), rid, channel)
-        except (OSError, ValueError) as exc:
-            message = str(exc)
-            self.error(rel, message[len(rel) + 2 :] if message.startswith(rel + ": ") else message)
-            return
-        key = (kind.name, rid)
-        if key in self.records:
-            self.error(rel, f"duplicate id {rid}: also {self.records[key][0]}")
-            return
-        self.records[key] = (rel, data)
-        self.counts[kind.name] = self.counts.get(kind.name, 0) + 1
-
-    # -------------------------------------------------------------- references
-
-    def _get(self, kind: Kind, rid: str) -> dict[str, Any] | None:
+    def get(self, kind: Kind, rid: str) -> dict[str, Any] | None:
         found = self.records.get((kind.name, rid))
         return found[1] if found else None
 
-    def _check_references(self) -> None:
-        declared = {p.id for p in self.config.projects}
-        for (kind_name, _rid), (rel, data) in sorted(self.records.items(), key=lambda kv: kv[1][0]):
-            if kind_name in ("note", "handoff", "import"):
-                session = self._get(SESSION, data["session_id"])
-                if session is None:
-                    self.error(rel, f"session_id {data['session_id']} does not exist")
-                elif session["scope"] != data["scope"]:
-                    self.error(rel, f"scope does not match the scope of its session {data['session_id']}")
-            if kind_name in ("session", "note", "handoff", "import") and declared:
-                project = data["scope"]["project_id"]
-                decl = self.config.project(project)
-                if decl is not None and decl.system and decl.system != data["scope"]["system_id"]:
-                    self.error(rel, f"scope.system_id does not match the system of {project} in {CONFIG_FILE}")
-            if kind_name == "note" and data.get("superseded_by") and not self._get(NOTE, data["superseded_by"]):
-                self.error(rel, f"superseded_by {data['superseded_by']} does not exist")
-            if kind_name == "handoff":
-                for note_id in data.get("related_note_ids", []):
-                    if self._get(NOTE, note_id) is None:
-                        self.warn(rel, f"related note {note_id} does not exist")
-            memory_id = data.get("durable_memory_id") if kind_name == "import" else None
-            if memory_id and self._get(NOTE, memory_id) is None:
-                self.error(rel, f"durable_memory_id {data['durable_memory_id']} does not exist")
-        for decl in self.config.projects:
-            for relation in decl.relations:
-                if relation.store is None and self.config.project(relation.project) is None:
-                    self.warn(CONFIG_FILE, f"{decl.id} relates to {relation.project}, which is not declared here")
+    def of_kind(self, kind: Kind) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(path, data) of every readable record of one kind, in path order."""
+        rows = [(rel, data) for (name, _), (rel, data) in self.records.items() if name == kind.name]
+        yield from sorted(rows, key=lambda row: row[0])
 
-    def _check_channels(self) -> None:
-        from codexmem.records.fields import validate_values
 
-        schemas = {rid: data for (kind, rid), (_, data) in self.records.items() if kind == CHANNEL.name}
-        for (kind_name, _rid), (rel, data) in sorted(self.records.items(), key=lambda kv: kv[1][0]):
-            if kind_name != ITEM.name:
-                continue
-            channel = data["record_channel_id"]
-            schema_data = schemas.get(channel)
-            if schema_data is None:
-                self.error(rel, f"channel {channel} has no valid schema.yaml")
-                continue
-            from codexmem.models.channel import ChannelSchema
+def scan_store(root: Path) -> StoreScan:
+    """The config, every file and every shard of the store at ``root``."""
+    scan = StoreScan(Path(os.path.abspath(root)))
+    try:
+        scan.config = load_config(Layout(scan.root))
+    except CodexmemError as exc:
+        scan.error(CONFIG_FILE, exc.message)
+        return scan
+    _check_config_paths(scan, scan.config)
+    _walk(scan)
+    _check_events(scan)
+    return scan
 
-            schema = ChannelSchema.model_validate(schema_data)
-            try:
-                validate_values(
-                    schema,
-                    data["values"],
-                    existing=None,
-                    relation_exists=lambda ch, iid: self._item_in(ch, iid),
-                    partial=False,
+
+def _check_config_paths(scan: StoreScan, config: StoreConfig) -> None:
+    """No committed file holds an absolute path of a writer's machine."""
+    for project in config.projects:
+        paths = [*project.roots, *(r.store for r in project.relations if r.store)]
+        for path in paths:
+            if os.path.isabs(path) or (len(path) > 2 and path[1] == ":"):
+                scan.error(
+                    CONFIG_FILE,
+                    f"{project.id}: {path} is an absolute path of one machine: write it relative to the store's "
+                    "folder (roots) or to the folder that holds the store (related stores); `codexmem migrate` does",
                 )
-            except CodexmemError as exc:
-                for field in exc.fields or [{"message": exc.message}]:
-                    self.error(rel, str(field.get("message")))
-        self._check_unique(schemas)
 
-    def _item_in(self, channel: str, item_id: str) -> bool:
-        found = self.records.get((ITEM.name, item_id))
-        return found is not None and found[1]["record_channel_id"] == channel
 
-    def _check_unique(self, schemas: dict[str, dict[str, Any]]) -> None:
-        for channel, schema in schemas.items():
-            unique = [f["key"] for f in schema["fields"] if f.get("is_unique")]
-            for key in unique:
-                seen: dict[str, str] = {}
-                for (kind_name, _), (rel, data) in sorted(self.records.items(), key=lambda kv: kv[1][0]):
-                    if kind_name != ITEM.name or data["record_channel_id"] != channel:
-                        continue
-                    value = data["values"].get(key)
-                    if value is None:
-                        continue
-                    marker = repr(value)
-                    if marker in seen:
-                        self.error(rel, f"values.{key} must be unique in {channel}; {seen[marker]} has it too")
-                    else:
-                        seen[marker] = rel
+# ------------------------------------------------------------------ files
 
-    # -------------------------------------------------------------- events
 
-    def _check_events(self) -> None:
-        events_dir = self.layout.events
-        seen_ids: dict[str, str] = {}
-        versions: set[tuple[str, str, int]] = set()
-        if events_dir.is_dir():
-            for entry in sorted(os.scandir(events_dir), key=lambda e: e.name):
-                if not entry.is_dir(follow_symlinks=False):
-                    self.error(f"events/{entry.name}", "stray file: events hold one folder per writer")
+def _walk(scan: StoreScan) -> None:
+    for entry in sorted(os.scandir(scan.root), key=lambda e: e.name):
+        if entry.name in ALLOWED_TOP:
+            if entry.name == JOURNAL_DIR and any(Path(entry.path).glob("*.json")):
+                scan.warn(JOURNAL_DIR, "an interrupted multi-file write; the next write finishes it")
+            continue
+        if entry.name not in RECORD_DIRS or not entry.is_dir(follow_symlinks=False):
+            scan.error(entry.name, "stray file or folder: not part of the store layout")
+            continue
+        if entry.name == "events":
+            continue
+        for rel, path in _files(Path(entry.path), entry.name):
+            _check_file(scan, rel, path)
+
+
+def _files(folder: Path, prefix: str) -> Iterator[tuple[str, Path]]:
+    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+        rel = f"{prefix}/{entry.name}"
+        if entry.is_dir(follow_symlinks=False):
+            yield from _files(Path(entry.path), rel)
+        else:
+            yield rel, Path(entry.path)
+
+
+def _check_file(scan: StoreScan, rel: str, path: Path) -> None:
+    if path.name.startswith(TMP_PREFIX):
+        scan.warn(rel, "temporary file left by an interrupted write (safe to delete)")
+        return
+    ident = identify_relpath(rel)
+    if ident is None:
+        scan.error(rel, "stray file: not a record file name (<prefix>_<ULID> with the kind's suffix)")
+        return
+    if path.is_symlink() or not path.is_file():
+        scan.error(rel, "not a regular file (symlinks are refused)")
+        return
+    kind, rid, channel = ident
+    try:
+        data, _ = read_record(path, rel, kind, rid, channel)
+    except (OSError, ValueError) as exc:
+        message = str(exc)
+        scan.error(rel, message[len(rel) + 2 :] if message.startswith(rel + ": ") else message)
+        return
+    key = (kind.name, rid)
+    if key in scan.records:
+        scan.error(rel, f"duplicate id {rid}: also {scan.records[key][0]}")
+        return
+    scan.records[key] = (rel, data)
+    scan.counts[kind.name] = scan.counts.get(kind.name, 0) + 1
+
+
+# ------------------------------------------------------------------ events
+
+
+def _check_events(scan: StoreScan) -> None:
+    events_dir = scan.root / "events"
+    seen_ids: dict[str, str] = {}
+    by_record: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    if events_dir.is_dir():
+        for entry in sorted(os.scandir(events_dir), key=lambda e: e.name):
+            if not entry.is_dir(follow_symlinks=False):
+                scan.error(f"events/{entry.name}", "stray file: events hold one folder per writer")
+                continue
+            for sub in sorted(os.scandir(entry.path), key=lambda e: e.name):
+                rel = f"{entry.name}/{sub.name}"
+                if not ev.is_shard_relpath(rel) or not sub.is_file(follow_symlinks=False):
+                    message = "stray file: event files are <writer>/<YYYY-MM>.<branch>.jsonl"
+                    scan.error(f"events/{rel}", message)
                     continue
-                for sub in sorted(os.scandir(entry.path), key=lambda e: e.name):
-                    rel = f"{entry.name}/{sub.name}"
-                    if not ev.is_shard_relpath(rel) or not sub.is_file(follow_symlinks=False):
-                        self.error(f"events/{rel}", "stray file: shards are <writer>/<YYYY-MM>.jsonl")
-                        continue
-                    self._check_shard(rel, Path(sub.path), seen_ids, versions)
-        for (kind_name, rid), (rel, data) in sorted(self.records.items(), key=lambda kv: kv[1][0]):
-            if (kind_name, rid, int(data["version"])) not in versions:
-                self.warn(rel, f"version {data['version']} has no event (a hand edit, or a write cut short)")
-        self.counts["event"] = len(seen_ids)
-
-    def _check_shard(self, rel: str, path: Path, seen: dict[str, str], versions: set[tuple[str, str, int]]) -> None:
-        with open(path, "rb") as fh:
-            data = fh.read()
-        line_no = 0
-        for raw in data.splitlines(keepends=True):
-            line_no += 1
-            where = f"events/{rel}:{line_no}"
-            if not raw.strip():
-                continue
-            if not raw.endswith(b"\n"):
-                self.warn(where, "unfinished last line (a writer was interrupted); the next append closes it")
-                continue
-            event, problem = ev._decode(raw.strip())
-            if event is None:
-                self.error(where, f"malformed event: {problem}")
-                continue
-            if event["event_id"] in seen:
-                # The same line twice is what a union merge of one shard can leave: harmless.
-                self.warn(where, f"event {event['event_id']} repeated (also {seen[event['event_id']]})")
-                continue
-            seen[event["event_id"]] = where
-            versions.add((event["kind"], event["id"], int(event["version"])))
-
-    # -------------------------------------------------------------- secrets
-
-    def _check_secrets(self) -> None:
-        from codexmem.credentials import find_secrets
-
-        for (_kind, _rid), (rel, data) in sorted(self.records.items(), key=lambda kv: kv[1][0]):
-            for path, text in _texts(data):
-                for finding in find_secrets(text):
-                    self.error(rel, f"{path} holds what looks like a credential ({finding.kind}); remove it")
+                _check_shard(scan, rel, Path(sub.path), seen_ids, by_record)
+    scan.events = by_record
+    for key in sorted(set(scan.records) | set(by_record)):
+        _check_history(scan, key, by_record.get(key, []))
+    scan.counts["event"] = len(seen_ids)
 
 
-def _texts(data: Any, prefix: str = "") -> Iterator[tuple[str, str]]:
-    if isinstance(data, str):
-        yield prefix or "(value)", data
-    elif isinstance(data, dict):
-        for key, value in data.items():
-            yield from _texts(value, f"{prefix}.{key}" if prefix else str(key))
-    elif isinstance(data, list):
-        for i, value in enumerate(data):
-            yield from _texts(value, f"{prefix}[{i}]")
+def _check_shard(
+    scan: StoreScan,
+    rel: str,
+    path: Path,
+    seen: dict[str, str],
+    by_record: dict[tuple[str, str], list[dict[str, Any]]],
+) -> None:
+    with open(path, "rb") as fh:
+        data = fh.read()
+    for line_no, raw in enumerate(data.splitlines(keepends=True), start=1):
+        where = f"events/{rel}:{line_no}"
+        if not raw.strip():
+            continue
+        if not raw.endswith(b"\n"):
+            scan.warn(where, "unfinished last line (a writer was interrupted); the next append closes it")
+            continue
+        event, problem = ev.decode(raw.strip())
+        if event is None:
+            scan.error(where, f"malformed event: {problem}")
+            continue
+        if event["event_id"] in seen:
+            # The same line twice is what a union merge of one shard can leave: harmless.
+            scan.warn(where, f"event {event['event_id']} repeated (also {seen[event['event_id']]})")
+            continue
+        seen[event["event_id"]] = where
+        for name, kinds in credential_findings(event.get("set") or {}):
+            scan.error(where, f"set.{name} holds what looks like a credential ({', '.join(kinds)}); remove it")
+        by_record.setdefault((event["kind"], event["id"]), []).append(event)
 
 
-def check_store(root: Path) -> CheckResult:
-    return _Checker(Path(os.path.abspath(root))).run()
+# ------------------------------------------------------------------ history
 
 
-__all__ = ["CheckResult", "Finding", "check_store"]
+def _check_history(scan: StoreScan, key: tuple[str, str], events: list[dict[str, Any]]) -> None:
+    """Whether a record's file holds what its events say (every branch's last change of every field)."""
+    kind_name, rid = key
+    kind = KINDS.get(kind_name)
+    if kind is None:
+        return
+    found = scan.records.get(key)
+    expected = expected_state(events)
+    if found is None:
+        if expected is not None and not expected.deleted and not _unreadable(scan, kind, rid, events):
+            last = max(expected.heads, key=lambda e: e["at"])
+            scan.warn(
+                _record_path(kind, rid, events),
+                f"its events say the {kind_name} exists (last changed by {_who(last)} on {last['at'][:10]}, "
+                f"{last['event_id']}) but its file is gone: a `git revert` (or `git rm`) is the likely cause; "
+                "restore the file, or run `codexmem resolve` to record the deletion",
+            )
+        return
+    rel, data = found
+    if expected is None:
+        if events:
+            scan.warn(rel, f"version {data['version']} has no event of format 2 (`codexmem migrate` records one)")
+        else:  # nothing is lost, it is only not recorded (added by hand, or a write cut short)
+            scan.warn(rel, f"no event records this {kind_name} (added by hand?): run `codexmem resolve` to record it")
+        return
+    if expected.deleted:
+        last = max(expected.heads, key=lambda e: e["at"])
+        scan.error(
+            rel,
+            f"was deleted by {_who(last)} ({last['event_id']}) but its file is here: delete it, or run "
+            "`codexmem resolve` to record it as restored",
+        )
+        return
+    for level, problem in history_problems(kind, data, expected):
+        scan.findings.append(Finding(rel, level, problem))
+
+
+def history_problems(kind: Kind, data: dict[str, Any], expected: Expected) -> list[tuple[Level, str]]:
+    """How a record's file disagrees with its history, each naming the field, the event, its author
+    and the fix; [] when the file holds exactly what the history says.
+
+    An error where a change is lost (an older value, a rolled-back file, a disagreement nobody
+    settled); a warning where the file holds something new that no event records (a hand edit, a
+    write cut short, a version line edited): nothing is lost, and ``codexmem resolve`` records it.
+    """
+    fields = record_fields(kind, data)
+    version = int(data["version"])
+    differ: list[tuple[str, Any, FieldState]] = []
+    problems: list[tuple[Level, str]] = []
+    for name, state in sorted(expected.fields.items()):
+        held = fields.get(name)
+        if state.conflict:
+            sides = "; ".join(f"{_show(e['set'][name])} by {_who(e)} ({e['event_id']})" for e in state.setters)
+            problems.append(
+                (
+                    "error",
+                    f"{name} was changed on two branches ({sides}) and no resolution is recorded: keep the value "
+                    "you want in the file, then run `codexmem resolve`",
+                )
+            )
+            continue
+        if value_key(held) != value_key(state.value):
+            differ.append((name, held, state))
+    unrecorded = sorted(k for k, v in fields.items() if k not in expected.fields and v not in (None, [], ""))
+    # Older than every branch's last change: the file went back in time (a reset, a checkout of an
+    # old commit). One side's version but not the other's: that side's file kept, edits lost.
+    if differ and version < min(int(h["version"]) for h in expected.heads):
+        newer = ", ".join(name for name, _, _ in differ)
+        authors = sorted({_who(h) for h in expected.heads})
+        problems.append(
+            (
+                "error",
+                f"rolled back: the file is at version {version} but its history reaches version "
+                f"{expected.version} (by {', '.join(authors)}), and holds older values of {newer}: a reset to an "
+                "older commit? Restore the newer values, or run `codexmem resolve` to record the rollback",
+            )
+        )
+        return problems
+    for name, held, state in differ:
+        setter = state.setters[0]
+        if _older_value(name, held, setter, expected):
+            problems.append(
+                (
+                    "error",
+                    f"lost edit: {name} was set to {_show(state.value)} by {_who(setter)} ({setter['at'][:10]}, "
+                    f"{setter['event_id']}) but the file holds the older {_show(held)} (a merge that kept one "
+                    "side's file?): put the value back, or run `codexmem resolve` to record dropping it",
+                )
+            )
+        else:
+            problems.append(
+                (
+                    "warning",
+                    f"{name} is {_show(held)} but {_show(state.value)} since {_who(setter)}'s change "
+                    f"({setter['event_id']}), and no event records the change: run `codexmem resolve` to record it",
+                )
+            )
+    for name in unrecorded:
+        problems.append(("warning", f"{name} is set in the file but no event records it: run `codexmem resolve`"))
+    if version != expected.version and not problems:
+        problems.append(
+            (
+                "warning",
+                f"version {version} but its history reaches version {expected.version}: the version line was "
+                "edited by hand or kept from one side of a merge; run `codexmem resolve`, which sets it",
+            )
+        )
+    return problems
+
+
+def _older_value(name: str, held: Any, setter: dict[str, Any], expected: Expected) -> bool:
+    """Whether ``held`` is a value ``name`` had before ``setter`` changed it (an edit was dropped);
+    unset counts, when the field started unset."""
+    if held is None and setter["type"] not in ("created", "migrated", "resolved"):
+        return True
+    return any(
+        value_key((e.get("set") or {}).get(name)) == value_key(held)
+        for e in expected.events
+        if name in (e.get("set") or {}) and e["event_id"] != setter["event_id"]
+    )
+
+
+def _who(event: dict[str, Any]) -> str:
+    return str(event.get("author") or event.get("actor") or "someone")
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:59] + '…"'
+
+
+def _record_path(kind: Kind, rid: str, events: list[dict[str, Any]]) -> str:
+    channel = next((e.get("record_channel_id") for e in events if e.get("record_channel_id")), None)
+    return record_relpath(kind, rid, channel)
+
+
+def _unreadable(scan: StoreScan, kind: Kind, rid: str, events: list[dict[str, Any]]) -> bool:
+    """The file is there but could not be read (already an error of its own)."""
+    rel = _record_path(kind, rid, events)
+    return any(f.path == rel and f.level == "error" for f in scan.findings)
+
+
+__all__ = ["Finding", "StoreScan", "scan_store"]

@@ -1,8 +1,13 @@
-"""The append-only events log: JSON lines, one shard per writer per month.
+"""The append-only events log: JSON lines, one file per writer, month and branch.
 
-Each clone writes only its own shard, so two branches that both wrote memory merge with a plain
-``git merge`` (and ``merge=union`` in ``.gitattributes`` keeps both sides if a shard is shared).
-Readers deduplicate by ``event_id``.
+A writer (an author in one clone) appends only to its own folder, and, inside it, to the file of
+the month and of the branch checked out: two pull requests from the same clone append to two
+different files, so no file is ever appended to by two branches and a hosting service's plain
+text merge never conflicts on the log. Readers deduplicate by ``event_id``.
+
+Format 2 events carry what a change was: its author, the version it was based on and the events
+it follows (``base``, ``parents``: history is a graph, two branches each add a version 2), and the
+new value of each changed field (``set``). Format 1 lines (no author, no values) stay readable.
 """
 
 from __future__ import annotations
@@ -16,22 +21,32 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-EVENT_TYPES = ("created", "updated", "deleted", "status_changed", "ended")
-_SHARD_RE = re.compile(r"^(?P<writer>[a-z0-9]{8,32})/(?P<month>\d{4}-\d{2})\.jsonl$")
+EVENT_TYPES = ("created", "updated", "deleted", "status_changed", "ended", "resolved", "migrated")
+_SHARD_RE = re.compile(
+    r"^(?P<writer>[a-z0-9][a-z0-9-]{0,62})/(?P<month>\d{4}-\d{2})(?:\.(?P<branch>[a-z0-9][a-z0-9-]{0,47}))?\.jsonl$"
+)
+SHARD_NAME_RE = re.compile(r"^\d{4}-\d{2}(?:\.[a-z0-9][a-z0-9-]{0,47})?\.jsonl$")
+
 _EVENT_KEYS = (
     "event_id",
     "at",
     "actor",
+    "author",
+    "email",
     "kind",
     "id",
     "record_channel_id",
     "type",
     "version",
+    "base",
+    "parents",
     "changed",
+    "set",
     "idempotency_key",
     "fingerprint",
 )
-MAX_EVENT_LINE = 64 * 1024
+MAX_EVENT_LINE = 2 * 1024 * 1024
+"""A record file holds at most 1 MB, and an event at most its values: this leaves room for JSON escapes."""
 
 
 def make_event(
@@ -45,20 +60,35 @@ def make_event(
     version: int,
     changed: list[str],
     channel: str | None = None,
+    author: str | None = None,
+    email: str | None = None,
+    base: int | None = None,
+    parents: list[str] | None = None,
+    values: dict[str, Any] | None = None,
     idempotency_key: str | None = None,
     fingerprint: str | None = None,
 ) -> dict[str, Any]:
-    """An event in its fixed key order; optional keys are left out when empty."""
-    event: dict[str, Any] = {
-        "event_id": event_id,
-        "at": at,
-        "actor": actor,
-        "kind": kind,
-        "id": record_id,
-    }
+    """An event in its fixed key order; optional keys are left out when empty.
+
+    ``actor`` is how the change came (a session id, ``cli``, ``mcp``, ``resolve``, ``migrate``),
+    ``author`` who made it; ``base``/``parents`` place it in the record's history and ``values``
+    (written as ``set``) are the new values of the fields it changed.
+    """
+    event: dict[str, Any] = {"event_id": event_id, "at": at, "actor": actor}
+    if author:
+        event["author"] = author
+    if email:
+        event["email"] = email
+    event.update({"kind": kind, "id": record_id})
     if channel:
         event["record_channel_id"] = channel
-    event.update({"type": event_type, "version": version, "changed": sorted(changed)})
+    event.update({"type": event_type, "version": version})
+    if parents is not None:
+        event["base"] = base or 0
+        event["parents"] = parents
+    event["changed"] = sorted(changed)
+    if values is not None:
+        event["set"] = values
     if idempotency_key:
         event["idempotency_key"] = idempotency_key
         event["fingerprint"] = fingerprint
@@ -75,8 +105,16 @@ def fingerprint(request: dict[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def shard_relpath(writer_id: str, at: str) -> str:
-    return f"{writer_id}/{at[:7]}.jsonl"
+def shard_relpath(writer: str, at: str, branch: str | None = None) -> str:
+    """``<writer>/<YYYY-MM>.<branch>.jsonl``, or ``<writer>/<YYYY-MM>.jsonl`` outside git."""
+    if branch is None:
+        return f"{writer}/{at[:7]}.jsonl"
+    return f"{writer}/{at[:7]}.{branch_slug(branch)}.jsonl"
+
+
+def branch_slug(branch: str) -> str:
+    """A branch as part of a file name: ``feat/Payment_enum`` -> ``feat-payment-enum``."""
+    return re.sub(r"[^a-z0-9]+", "-", branch.lower()).strip("-")[:48].strip("-") or "branch"
 
 
 def is_shard_relpath(rel: str) -> bool:
@@ -103,18 +141,20 @@ def read_lines(path: Path, start: int = 0) -> Iterator[ShardLine]:
         end = offset + len(raw)
         body = raw.strip()
         if body:
-            event, problem = _decode(body)
+            event, problem = decode(body)
             yield ShardLine(offset, end, event, problem)
         offset = end
 
 
-def _decode(body: bytes) -> tuple[dict[str, Any] | None, str | None]:
+def decode(body: bytes) -> tuple[dict[str, Any] | None, str | None]:
     if len(body) > MAX_EVENT_LINE:
         return None, f"event line longer than {MAX_EVENT_LINE} bytes"
     try:
         event = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         return None, f"not a JSON line ({exc.__class__.__name__})"
+    except RecursionError:
+        return None, "nested too deeply to be an event"
     if not isinstance(event, dict):
         return None, "event must be a JSON object"
     problem = validate_event(event)
@@ -141,6 +181,18 @@ def validate_event(event: dict[str, Any]) -> str | None:
     changed = event.get("changed", [])
     if not isinstance(changed, list) or not all(isinstance(c, str) for c in changed):
         return "changed must be a list of keys"
+    for key in ("author", "email"):
+        if key in event and (not isinstance(event[key], str) or not event[key]):
+            return f"{key} must be a non-empty string"
+    if "parents" in event:
+        parents = event["parents"]
+        if not isinstance(parents, list) or not all(is_record_id(p, "evt") for p in parents):
+            return "parents must be a list of event ids"
+        base = event.get("base")
+        if not isinstance(base, int) or isinstance(base, bool) or not 0 <= base < version:
+            return "base must be the version the change was based on (0 to version - 1)"
+    if "set" in event and not isinstance(event["set"], dict):
+        return "set must map fields to their new values"
     return None
 
 

@@ -116,3 +116,21 @@ def scope_id(prefix: str, name: str, identity_key: str) -> str:
 def ulid_time_ms(record_id: str) -> int:
     """Milliseconds since the epoch encoded in a record id."""
     return int(ULID.from_str(record_id.split("_", 1)[1]).milliseconds)
+
+
+def ulid_time(record_id: str) -> datetime | None:
+    """The moment a record id encodes (to the millisecond); None past what a datetime holds (year 9999)."""
+    try:
+        return _EPOCH + timedelta(milliseconds=ulid_time_ms(record_id))
+    except OverflowError:
+        return None
+
+
+def system_identity(name: str) -> str:
+    """The id of a system named ``name``: the same in every store that names it alike."""
+    return scope_id("sys", name, "system:" + slugify(name, "-"))
+
+
+def project_identity_key(remote_normalized: str, root: str) -> str:
+    """What identifies a project: its normalized remote url, else its work-tree root."""
+    return f"remote:{remote_normalized}" if remote_normalized else f"root:{root}"

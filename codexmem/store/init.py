@@ -1,31 +1,71 @@
-"""``codexmem init``: create a store, in a repository or shared, and never overwrite one."""
+"""``codexmem init``: create a store, in a repository or shared, and never overwrite a file.
+
+A store is created only in a new or empty folder (or one holding just the git files init itself
+adds lines to); the ``.gitignore`` and ``.gitattributes`` it needs are appended to, never
+replaced, and every file created or changed is reported so ``init`` can say so.
+"""
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from codexmem.errors import CodexmemError
+from codexmem.gitrepo import discover_repository, name_from_remote, normalize_path, normalize_remote
 from codexmem.models.config import STORE_FORMAT
 from codexmem.store.atomic import atomic_write
-from codexmem.store.ids import scope_id, slugify
+from codexmem.store.gitsetup import ATTRIBUTES_COMMENT, STORE_ATTRIBUTES, register_driver
+from codexmem.store.ids import project_identity_key, scope_id, system_identity
 from codexmem.store.layout import CONFIG_FILE
 from codexmem.store.yamlio import dump_yaml
 
-STORE_GITIGNORE = "# codexmem: local state, never committed\n/.cache/\n/.lock\n/.journal/\n"
-STORE_GITATTRIBUTES = (
-    "# Event shards are append-only: a union merge keeps both sides' lines.\nevents/**/*.jsonl merge=union\n"
-)
-SITE_IGNORE_LINE = "/_site/"
+GITIGNORE = ".gitignore"
+GITATTRIBUTES = ".gitattributes"
 
 
-def system_identity(name: str) -> str:
-    return scope_id("sys", name, "system:" + slugify(name, "-"))
+@dataclass(frozen=True)
+class GitLines:
+    """Lines a git file must hold; ``comment`` goes above them when some are added."""
+
+    lines: tuple[str, ...]
+    comment: str | None = None
+
+    def text(self) -> str:
+        """The whole file as ``init`` writes it when there is none."""
+        return "".join(f"{line}\n" for line in (*([self.comment] if self.comment else []), *self.lines))
 
 
-def project_identity_key(remote_normalized: str, root: str) -> str:
-    return f"remote:{remote_normalized}" if remote_normalized else f"root:{root}"
+STORE_GIT_FILES: dict[str, GitLines] = {
+    GITIGNORE: GitLines(("/.cache/", "/.lock", "/.journal/"), "# codexmem: local state, never committed"),
+    GITATTRIBUTES: GitLines(STORE_ATTRIBUTES, ATTRIBUTES_COMMENT),
+}
+"""What every store's own git files hold: the one list, for ``init`` and the store builders."""
+STORE_GITIGNORE = STORE_GIT_FILES[GITIGNORE].text()
+STORE_GITATTRIBUTES = STORE_GIT_FILES[GITATTRIBUTES].text()
+SITE_IGNORE = GitLines(("/_site/",))
+"""Added to the work tree's root .gitignore: the rendered site is never committed."""
+
+MAY_HOLD = frozenset({".git", *STORE_GIT_FILES})
+"""What a folder may already hold for ``init`` to make it a store: a repository just created,
+and the git files whose lines init adds."""
+SHOWN_ENTRIES = 5
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """One file ``init`` created, or the lines it added to a file that was there."""
+
+    path: Path
+    created: bool
+    added: tuple[str, ...] = ()
+
+
+@dataclass
+class InitResult:
+    config: dict[str, Any]
+    changes: list[FileChange] = field(default_factory=list)
 
 
 def init_store(
@@ -35,22 +75,17 @@ def init_store(
     system_name: str | None = None,
     project_name: str | None = None,
     shared: bool = False,
-) -> dict[str, Any]:
-    """Create a store at ``path``; returns the config written."""
-    from codexmem.gitrepo import (
-        discover_repository,
-        name_from_remote,
-        normalize_path,
-        normalize_remote,
-    )
+) -> InitResult:
+    """Create a store at ``path``: the config written and every file created or changed.
 
+    A store inside a git work tree declares that repository's project unless ``shared``.
+    """
     path = Path(os.path.abspath(path))
     if (path / CONFIG_FILE).exists():
         raise CodexmemError("ERR_INVALID_STATE", f"a store already exists at {path}; init never overwrites one")
-    if path.exists() and not path.is_dir():
-        raise CodexmemError("ERR_INVALID_INPUT", f"{path} exists and is not a directory")
+    _refuse_foreign_folder(path)
 
-    repo = discover_repository(path.parent if path.name else path)
+    repo = discover_repository(path)
     in_repo = repo.has_git and not shared
     config: dict[str, Any] = {"format": STORE_FORMAT}
     if in_repo:
@@ -73,27 +108,78 @@ def init_store(
     config["privacy"] = {"secrets": "refuse"}
     config["sessions"] = {"idle_recovery_minutes": 120}
 
-    path.mkdir(parents=True, exist_ok=True)
-    atomic_write(path / ".gitignore", STORE_GITIGNORE.encode())
-    atomic_write(path / ".gitattributes", STORE_GITATTRIBUTES.encode())
-    # The config last: its presence is what makes the folder a store.
-    atomic_write(path / CONFIG_FILE, dump_yaml(config).encode("utf-8"))
-    if repo.has_git:
-        _ignore_site(repo.root)
-    return config
-
-
-def _ignore_site(work_tree: Path) -> None:
-    """Append ``/_site/`` to the work tree's root .gitignore, once."""
-    gitignore = work_tree / ".gitignore"
+    result = InitResult(config)
     try:
-        current = gitignore.read_text("utf-8")
+        path.mkdir(parents=True, exist_ok=True)
+        for name, wanted in STORE_GIT_FILES.items():
+            result.changes.extend(ensure_lines(path / name, wanted))
+        # The config last: its presence is what makes the folder a store.
+        atomic_write(path / CONFIG_FILE, dump_yaml(config).encode("utf-8"))
+        result.changes.append(FileChange(path / CONFIG_FILE, created=True))
+        if repo.has_git:
+            result.changes.extend(ensure_lines(repo.root / GITIGNORE, SITE_IGNORE))
+            register_driver(path)
+    except OSError as exc:
+        raise CodexmemError("ERR_WRITE_FAILED", f"cannot write {exc.filename or path}: {exc.strerror or exc}") from None
+    return result
+
+
+def ensure_lines(path: Path, wanted: GitLines) -> list[FileChange]:
+    """Append the lines of ``wanted`` that ``path`` lacks, once; what was there stays byte for byte.
+
+    Returns the change made (none when every line was there). A symbolic link is never followed.
+    """
+    if path.is_symlink():
+        raise CodexmemError(
+            "ERR_INVALID_TARGET",
+            f"{path} is a symbolic link; codexmem does not follow it: add these lines to it by hand: "
+            + ", ".join(wanted.lines),
+        )
+    try:
+        current = path.read_bytes()
     except FileNotFoundError:
-        current = ""
-    if SITE_IGNORE_LINE in current.splitlines():
+        current = None
+    before = current or b""
+    present = {line.strip() for line in before.decode("utf-8", "replace").splitlines()}
+    missing = tuple(line for line in wanted.lines if line not in present)
+    if not missing:
+        return []
+    newline = "\r\n" if b"\r\n" in before else "\n"
+    block = [wanted.comment] if wanted.comment and wanted.comment not in present else []
+    block += missing
+    separator = newline if before and not before.endswith(b"\n") else ""
+    atomic_write(path, before + (separator + newline.join(block) + newline).encode("utf-8"))
+    return [FileChange(path, created=current is None, added=missing)]
+
+
+def _refuse_foreign_folder(path: Path) -> None:
+    """A folder that holds anything but what ``init`` adds to is someone's: never write into it."""
+    if not os.path.lexists(path):
+        above = next(p for p in path.parents if os.path.lexists(p))
+        if not above.is_dir():
+            raise CodexmemError(
+                "ERR_INVALID_INPUT", f"{above} is a file, so {path} cannot be made: pass --store with a new folder"
+            )
         return
-    prefix = "" if not current or current.endswith("\n") else "\n"
-    atomic_write(gitignore, (current + prefix + SITE_IGNORE_LINE + "\n").encode("utf-8"))
+    try:
+        entries = sorted(os.scandir(path), key=lambda e: e.name)
+    except NotADirectoryError:
+        raise CodexmemError(
+            "ERR_INVALID_INPUT", f"{path} exists and is not a folder: pass --store with a new or empty folder"
+        ) from None
+    except OSError as exc:
+        raise CodexmemError("ERR_INVALID_INPUT", f"cannot read the folder {path}: {exc.strerror or exc}") from None
+    foreign = [e.name + ("/" if e.is_dir(follow_symlinks=False) else "") for e in entries if e.name not in MAY_HOLD]
+    if not foreign:
+        return
+    shown = ", ".join(foreign[:SHOWN_ENTRIES])
+    if len(foreign) > SHOWN_ENTRIES:
+        shown += f" and {len(foreign) - SHOWN_ENTRIES} more"
+    raise CodexmemError(
+        "ERR_INVALID_INPUT",
+        f"{path} holds files and is not a codexmem store ({shown}); init never writes into such a folder: "
+        f"pass --store with a new or empty folder, such as {path / '.codexmem'}",
+    )
 
 
 def _without_credentials(url: str) -> str:

@@ -11,14 +11,13 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel
 
 from codexmem.errors import CodexmemError
+from codexmem.models.channel import ChannelSchema
 from codexmem.models.records import Handoff, ImportAudit, Item, Note, Session
 from codexmem.store.ids import CHANNEL_ID_RE, is_record_id
-from codexmem.store.yamlio import YamlError, dump_yaml, join_front_matter, load_yaml, split_front_matter
 
 CONFIG_FILE = "codexmem.yaml"
 CACHE_DIR = ".cache"
@@ -44,7 +43,7 @@ class Kind:
 
     @property
     def model(self) -> type[BaseModel]:
-        return _models()[self.name]
+        return MODELS[self.name]
 
 
 SESSION = Kind("session", "sess", "session_id", "sessions", ".yaml")
@@ -58,17 +57,14 @@ KINDS: dict[str, Kind] = {k.name: k for k in (SESSION, NOTE, HANDOFF, IMPORT, IT
 MEMORY_KINDS = (SESSION, NOTE, HANDOFF, IMPORT)
 
 
-def _models() -> dict[str, type[BaseModel]]:
-    from codexmem.models.channel import ChannelSchema  # records depends on store, not the reverse
-
-    return {
-        "session": Session,
-        "note": Note,
-        "handoff": Handoff,
-        "import": ImportAudit,
-        "item": Item,
-        "channel": ChannelSchema,
-    }
+MODELS: dict[str, type[BaseModel]] = {
+    "session": Session,
+    "note": Note,
+    "handoff": Handoff,
+    "import": ImportAudit,
+    "item": Item,
+    "channel": ChannelSchema,
+}
 
 
 class Layout:
@@ -182,45 +178,3 @@ def _need_channel(channel: str | None) -> str:
     if not channel:
         raise CodexmemError("ERR_INVALID_INPUT", "an item needs its record_channel_id")
     return channel
-
-
-# ------------------------------------------------------------------ file forms
-
-
-def serialize(kind: Kind, data: dict[str, Any]) -> bytes:
-    """The exact bytes of a record file. ``data`` is the model dump in field order."""
-    # Unset keys are left out; a schema's nested config too, so a reviewer reads only what is set.
-    # (Items keep nested nulls: a json field may hold them.)
-    clean = _drop_none(data) if kind.name == "channel" else {k: v for k, v in data.items() if v is not None}
-    if kind.body_field:
-        body = str(clean.pop(kind.body_field, ""))
-        return join_front_matter(clean, body).encode("utf-8")
-    return dump_yaml(clean).encode("utf-8")
-
-
-def _drop_none(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _drop_none(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_drop_none(v) for v in value]
-    return value
-
-
-def parse(kind: Kind, raw: bytes, *, source: str) -> dict[str, Any]:
-    """Read a record file into plain data (not yet validated against the model)."""
-    if kind.body_field:
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise YamlError(f"{source}: not valid UTF-8 (byte {exc.start})") from None
-        front, body = split_front_matter(text, source=source)
-        if not isinstance(front, dict):
-            raise YamlError(f"{source}: front matter must be a mapping")
-        if kind.body_field in front:
-            raise YamlError(f"{source}: {kind.body_field} belongs in the body, not the front matter")
-        front[kind.body_field] = body
-        return front
-    data = load_yaml(raw, source=source)
-    if not isinstance(data, dict):
-        raise YamlError(f"{source}: a record file must hold a YAML mapping")
-    return data

@@ -64,13 +64,9 @@ def screen(data: dict[str, Any], mode: str) -> tuple[dict[str, Any], list[str]]:
     Returns the data to write and the field paths that were redacted. A refusal names every
     field where something was found and never echoes the secret itself.
     """
-    from codexmem.credentials import find_secrets, redact
+    from codexmem.credentials import redact
 
-    found: list[tuple[str, list[str]]] = []
-    for path, text in _strings(data, ""):
-        kinds = sorted({f.kind for f in find_secrets(text)})
-        if kinds:
-            found.append((path, kinds))
+    found = credential_findings(data)
     if not found:
         return data, []
     if mode != "redact":
@@ -87,15 +83,21 @@ def screen(data: dict[str, Any], mode: str) -> tuple[dict[str, Any], list[str]]:
     return _redact_tree(data, "", {p for p, _ in found}, redact), [p for p, _ in found]
 
 
-def credential_fields(data: dict[str, Any]) -> list[str]:
-    """The field paths of a record's texts that hold what looks like a credential (none: ``[]``).
+def credential_findings(data: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """(field path, kinds of credential) for each of a record's texts that holds one (none: ``[]``).
 
-    The read side of :func:`screen`: a file that a hand or a pull request filled with a credential
-    is refused when loaded, so no answer, page or site ever shows it.
+    The one scan of a record's texts, for writes (:func:`screen`) and for reads: a file that a
+    hand or a pull request filled with a credential is refused when loaded, so no answer, page or
+    site ever shows it, and ``codexmem check`` reports exactly what a write would have refused.
     """
     from codexmem.credentials import find_secrets
 
-    return [path for path, text in _strings(data, "") if find_secrets(text)]
+    found: list[tuple[str, list[str]]] = []
+    for path, text in _strings(data, ""):
+        kinds = sorted({f.kind for f in find_secrets(text)})
+        if kinds:
+            found.append((path, kinds))
+    return found
 
 
 def _redact_tree(data: Any, path: str, targets: set[str], redact: Any) -> Any:

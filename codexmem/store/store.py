@@ -9,7 +9,6 @@ is journaled first, so a crash between two renames is rolled forward by the next
 from __future__ import annotations
 
 import contextlib
-import getpass
 import json
 import logging
 import os
@@ -26,6 +25,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from codexmem.errors import CodexmemError, validation_fields
+from codexmem.gitrepo import discover_repository, read_branch
 from codexmem.models.config import STORE_FORMAT, StoreConfig
 from codexmem.store import events as ev
 from codexmem.store.atomic import (
@@ -37,10 +37,13 @@ from codexmem.store.atomic import (
     set_aside,
     write_temp,
 )
+from codexmem.store.history import changed_fields, created_fields, record_fields
+from codexmem.store.identity import Writer, discover_writer
 from codexmem.store.ids import DEFAULT_IDS, IdMaker
-from codexmem.store.index import Index, validate_record
-from codexmem.store.layout import CHANNEL, Kind, Layout, parse, refuse_symlinks, serialize, symlink_below
+from codexmem.store.index import Index
+from codexmem.store.layout import CHANNEL, ITEM, NOTE, SESSION, Kind, Layout, refuse_symlinks, symlink_below
 from codexmem.store.lock import LockTimeout, StoreLock
+from codexmem.store.recordfile import serialize, usable_record, validate_record
 from codexmem.store.screen import screen
 from codexmem.store.yamlio import MAX_YAML_BYTES, YamlError, load_yaml
 from codexmem.timeutil import now_ts
@@ -50,13 +53,14 @@ LOCK_TIMEOUT_S = 30.0
 log = logging.getLogger("codexmem")
 
 
+CLI_ACTOR = "cli"
+"""The actor of changes people make through the CLI (who they are is the event's ``author``)."""
+AUTO = "auto"
+"""``Store(branch=AUTO)``: the branch checked out where the store lives, read on every write."""
+
+
 def cli_actor() -> str:
-    """``cli:<user>`` for changes people make through the CLI."""
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = "unknown"
-    return "cli:" + "".join(ch for ch in user if ch.isalnum() or ch in "-_.")[:40]
+    return CLI_ACTOR
 
 
 def load_config(layout: Layout) -> StoreConfig:
@@ -83,6 +87,12 @@ def load_config(layout: Layout) -> StoreConfig:
             "ERR_STORAGE_UNAVAILABLE",
             f"this store has format {fmt}, newer than this codexmem understands ({STORE_FORMAT}): upgrade codexmem",
         )
+    if fmt == 1:
+        raise CodexmemError(
+            "ERR_STORAGE_UNAVAILABLE",
+            f"the store at {layout.root} has format 1: run `codexmem migrate --store {layout.root}` to bring it to "
+            f"format {STORE_FORMAT} (merge-safe files, events with values and authors), then commit the result",
+        )
     if fmt != STORE_FORMAT:
         raise CodexmemError("ERR_STORAGE_UNAVAILABLE", f"codexmem.yaml: format must be {STORE_FORMAT}, got {fmt!r}")
     try:
@@ -99,7 +109,9 @@ class _Staged:
     channel: str | None
     data: dict[str, Any] | None  # None: delete
     raw: bytes
-    event: dict[str, Any]
+    event: dict[str, Any] | None
+    write: bool = True
+    """False: an event only (the file is already as it says)."""
 
 
 class Transaction:
@@ -112,6 +124,7 @@ class Transaction:
         self._staged: list[_Staged] = []
         self._answers: list[tuple[str, dict[str, Any]]] = []
         self._read: dict[tuple[str, str, str | None], dict[str, Any] | None] = {}
+        self._heads: dict[tuple[str, str], list[str]] = {}
         self.redacted: list[str] = []
         """Field paths whose credentials were redacted (store config ``privacy.secrets: redact``)."""
 
@@ -138,7 +151,11 @@ class Transaction:
         idempotency_key: str | None = None,
         fingerprint: str | None = None,
     ) -> dict[str, Any]:
-        """Stage a new version of a record; its version must be exactly one more than the file's."""
+        """Stage a new version of a record; its version must be exactly one more than the file's.
+
+        A version that changes nothing is refused (ERR_INVALID_STATE): every event records a change.
+        The returned data carries ``updated_at``, the time of this change.
+        """
         data = record.model_dump(mode="json") if isinstance(record, BaseModel) else dict(record)
         data, redacted = screen(data, self.store.config.privacy.secrets)
         self.redacted.extend(redacted)
@@ -153,14 +170,56 @@ class Transaction:
                 f"{kind.name} {rid}: writing version {data.get('version')} over version {expected - 1}",
                 current_version=expected - 1,
             )
-        self._stage(kind, rid, channel, data, event_type, changed, idempotency_key, fingerprint)
-        return data
+        after = record_fields(kind, data)
+        if current is None:
+            values = created_fields(after)
+        else:
+            values = changed_fields(record_fields(kind, current), after)
+            if not values:
+                raise CodexmemError("ERR_INVALID_STATE", f"{kind.name} {rid}: the new version changes nothing")
+        self._stage(kind, rid, channel, data, event_type, changed, idempotency_key, fingerprint, values=values)
+        return {**data, "updated_at": self.at}
 
     def delete(self, kind: Kind, rid: str, channel: str | None = None) -> None:
         current = self.get(kind, rid, channel)
         if current is None:
             raise CodexmemError("ERR_RECORD_NOT_FOUND", f"{kind.name} {rid} does not exist")
         self._stage(kind, rid, channel, None, "deleted", [], None, None, version=int(current["version"]) + 1)
+
+    def record(
+        self, kind: Kind, rid: str, channel: str | None, event: dict[str, Any] | None, data: dict[str, Any] | None
+    ) -> None:
+        """Stage what ``resolve`` and ``migrate`` decide themselves: ``event`` (or none) and, when
+        ``data`` is given, the record's file rewritten from it (validated, in its file form).
+
+        ``resolve`` records a change a person already made on disk; ``migrate`` rewrites each
+        record in the current format and records it as it stands.
+        """
+        raw = b""
+        if data is not None:
+            data = validate_record(kind, data, rid, channel) if kind is not CHANNEL else _validate_channel(data)
+            raw = self.store.serialize(kind, data, self)
+        if event is not None:
+            self._heads[(kind.name, rid)] = [event["event_id"]]
+        self._staged.append(_Staged(kind, rid, channel, data, raw, event, write=data is not None))
+
+    def require_session(self, session_id: str) -> dict[str, Any]:
+        """The session a change names as its author: it must exist and not have ended."""
+        session = self.get(SESSION, session_id)
+        if session is None:
+            message = "no such session: pass the session_id memory_bootstrap_session returned"
+            raise CodexmemError(
+                "ERR_SESSION_NOT_FOUND",
+                f"session {session_id} does not exist: start one with memory_bootstrap_session",
+                fields=[{"field": "session_id", "message": message}],
+            )
+        if session["status"] == "ended":
+            raise CodexmemError(
+                "ERR_INVALID_STATE",
+                f"session {session_id} has ended: start a new session to write",
+                fields=[{"field": "session_id", "message": "session has ended"}],
+            )
+        return session
 
     def remember_answer(self, key: str, answer: dict[str, Any]) -> None:
         """Keep the answer of an idempotent edit so a replay returns it verbatim."""
@@ -177,31 +236,49 @@ class Transaction:
         idempotency_key: str | None,
         fingerprint: str | None,
         version: int | None = None,
+        values: dict[str, Any] | None = None,
     ) -> None:
-        raw = serialize(kind, data) if data is not None else b""
-        event = ev.make_event(
-            event_id=self.store.ids.new("evt", self.at),
-            at=self.at,
-            actor=self.actor,
-            kind=kind.name,
-            record_id=rid,
+        raw = self.store.serialize(kind, data, self) if data is not None else b""
+        new_version = int(data["version"]) if data is not None else int(version or 1)
+        event = self.store.make_event(
+            self,
+            kind=kind,
+            rid=rid,
+            channel=channel,
             event_type=event_type,
-            version=int(data["version"]) if data is not None else int(version or 1),
+            version=new_version,
             changed=changed,
-            channel=channel if kind.name == "item" else (rid if kind is CHANNEL else None),
+            values=values,
             idempotency_key=idempotency_key,
             fingerprint=fingerprint,
         )
+        self._heads[(kind.name, rid)] = [event["event_id"]]
         self._staged.append(_Staged(kind, rid, channel, data, raw, event))
+
+    def heads(self, kind: Kind, rid: str) -> list[str]:
+        """The events a change of this record now follows (its latest change in this transaction first)."""
+        staged = self._heads.get((kind.name, rid))
+        if staged is not None:
+            return staged
+        return [eid for eid, _ in self.store.index.heads(kind, rid)]
 
     @property
     def events(self) -> list[dict[str, Any]]:
-        return [s.event for s in self._staged]
+        return [s.event for s in self._staged if s.event is not None]
 
 
 def _validate_channel(data: dict[str, Any]) -> dict[str, Any]:
     rid = str(data.get("record_channel_id", ""))
     return validate_record(CHANNEL, data, rid, None)
+
+
+def unusable(rel: str, problem: str) -> CodexmemError:
+    """ERR_READ_FAILED for a record file that exists but cannot be used: the path once, then the problem."""
+    problem = problem.removeprefix(rel + ": ")
+    return CodexmemError(
+        "ERR_READ_FAILED",
+        f"{rel} cannot be used: {problem[:300]}; fix or remove the file (codexmem check lists every problem)",
+    )
 
 
 class Store:
@@ -213,18 +290,24 @@ class Store:
         *,
         read_only: bool | None = None,
         ids: IdMaker | None = None,
-        writer: str | None = None,
+        writer: Writer | None = None,
+        branch: str | None = AUTO,
+        config: StoreConfig | None = None,
     ) -> None:
-        """``ids`` and ``writer`` fix what is otherwise random: the example store's builder passes both."""
+        """``ids``, ``writer`` and ``branch`` fix what otherwise comes from the machine (fresh
+        random ids, the git identity and clone, the branch checked out): the example store's
+        builder passes all three, so the same story gives the same bytes anywhere."""
         self.root = Path(os.path.abspath(root))
         self.ids = ids or DEFAULT_IDS
+        self._writer = writer
+        self._branch = branch
+        self._git_dir: Path | str | None = AUTO
         self.layout = Layout(self.root)
-        self.config = load_config(self.layout)
+        self.config = config if config is not None else load_config(self.layout)
         self.read_only = (not os.access(self.root, os.W_OK)) if read_only is None else read_only
         self._thread_lock = threading.RLock()
         self._lock = StoreLock(self.layout.lock, self._thread_lock)
         self._index: Index | None = None
-        self._writer_id: str | None = writer
         self._spare_usable: bool | None = None
 
     def new_id(self, prefix: str, at: datetime | str | None = None) -> str:
@@ -239,11 +322,7 @@ class Store:
         rel = self.layout.path(kind, rid, channel).relative_to(self.root).as_posix()
         bad = self.index.bad_file(rel)
         if bad is not None:
-            problem = bad.problem[len(rel) + 2 :] if bad.problem.startswith(rel + ": ") else bad.problem
-            raise CodexmemError(
-                "ERR_READ_FAILED",
-                f"{rel} cannot be used: {problem[:300]}; fix or remove the file (codexmem check lists every problem)",
-            )
+            raise unusable(rel, bad.problem)
 
     def read_file(self, kind: Kind, rid: str, channel: str | None = None) -> dict[str, Any] | None:
         """Parse and validate one record file; None if absent; ERR_READ_FAILED if it is broken."""
@@ -259,12 +338,12 @@ class Store:
             raise CodexmemError("ERR_READ_FAILED", f"{rel}: {exc}") from None
         if self._index is not None:
             known = self._index.parsed(kind, rid, channel, raw)
-            if known is not None:
-                return known
+            if known is not None:  # exactly what the file holds: the time of the last change is the index's
+                return {**known, "updated_at": None} if "updated_at" in known else known
         try:
-            return validate_record(kind, parse(kind, raw, source=rel), rid, channel)
+            return usable_record(raw, rel, kind, rid, channel)
         except ValueError as exc:
-            raise CodexmemError("ERR_READ_FAILED", f"{rel}: {exc}") from None
+            raise unusable(rel, str(exc)) from None
 
     @property
     def index(self) -> Index:
@@ -324,20 +403,78 @@ class Store:
     # ------------------------------------------------------------ writing
 
     @property
-    def writer_id(self) -> str:
-        """This clone's event shard name, kept in the git-ignored cache."""
-        if self._writer_id is None:
-            path = self.layout.cache / "writer_id"
-            try:
-                value = read_bytes_nofollow(path, 64).decode("ascii").strip()
-            except (OSError, ValueError):  # missing, a symlink planted in its place, not ours
-                value = ""
-            if not (value.isalnum() and value.islower() and 8 <= len(value) <= 32):
-                value = secrets.token_hex(6)
-                _local_dir(self.layout.cache)
-                atomic_write(path, value.encode("ascii") + b"\n")
-            self._writer_id = value
-        return self._writer_id
+    def writer(self) -> Writer:
+        """Who writes from here (read from git once per process: never a git call per write)."""
+        if self._writer is None:
+            self._writer = discover_writer(self.root, self.layout.cache)
+        return self._writer
+
+    def branch(self) -> str | None:
+        """The branch checked out where the store lives (read from HEAD on every write); None outside git."""
+        if self._branch != AUTO:
+            return self._branch
+        if self._git_dir == AUTO:
+            self._git_dir = discover_repository(self.root).git_dir
+        if not isinstance(self._git_dir, Path):
+            return None
+        return read_branch(self._git_dir) or "detached"
+
+    def shard(self, at: str) -> str:
+        """The events file a write at ``at`` appends to: this writer's, of that month and branch."""
+        return ev.shard_relpath(self.writer.folder, at, self.branch())
+
+    def serialize(self, kind: Kind, data: dict[str, Any], txn: Transaction | None = None) -> bytes:
+        """A record's file bytes, with the titles of the notes it names and, for an item, its
+        channel's fields (each written, so an edit of one never touches a line next to another's)."""
+        labels: dict[str, str] = {}
+        for note_id in _named_notes(data):
+            note = (txn.get(NOTE, note_id) if txn is not None else None) or self.index.get(NOTE, note_id)
+            if note is not None:
+                labels[note_id] = str(note["title"])
+        keys: list[str] = []
+        if kind is ITEM:
+            schema = self.index.get(CHANNEL, str(data.get("record_channel_id")))
+            keys = [f["key"] for f in (schema or {}).get("fields", []) if f.get("type") != "formula"]
+        return serialize(kind, data, labels=labels, value_keys=keys)
+
+    def make_event(
+        self,
+        txn: Transaction,
+        *,
+        kind: Kind,
+        rid: str,
+        channel: str | None,
+        event_type: str,
+        version: int,
+        changed: list[str],
+        values: dict[str, Any] | None,
+        idempotency_key: str | None = None,
+        fingerprint: str | None = None,
+        parents: list[str] | None = None,
+        at: str | None = None,
+    ) -> dict[str, Any]:
+        """An event of this writer, following the record's heads (or ``parents``), at the
+        transaction's time (or ``at``)."""
+        writer = self.writer
+        when = at or txn.at
+        return ev.make_event(
+            event_id=self.ids.new("evt", when),
+            at=when,
+            actor=txn.actor,
+            author=writer.name,
+            email=writer.email if self.config.events.author_email else None,
+            kind=kind.name,
+            record_id=rid,
+            event_type=event_type,
+            version=version,
+            changed=changed,
+            channel=channel if kind is ITEM else (rid if kind is CHANNEL else None),
+            base=version - 1 if event_type != "migrated" else 0,
+            parents=parents if parents is not None else txn.heads(kind, rid),
+            values=values,
+            idempotency_key=idempotency_key,
+            fingerprint=fingerprint,
+        )
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
@@ -378,21 +515,22 @@ class Store:
 
     def _apply(self, txn: Transaction, index: Index) -> None:
         staged = txn._staged
-        journal = self.root / JOURNAL_DIR / f"{staged[0].event['event_id']}.json" if len(staged) > 1 else None
+        files = [s for s in staged if s.write]
+        journal = self.root / JOURNAL_DIR / f"{secrets.token_hex(8)}.json" if len(files) > 1 else None
         # (final path, a hard link to the file it replaces or None if it is new): until the events are
         # logged, a failure (a full disk) puts every file back, so ERR_WRITE_FAILED means nothing changed.
         kept: list[tuple[Path, Path | None]] = []
-        spare = self._spare() if len(staged) == 1 else None
+        spare = self._spare() if sum(s.write for s in staged) == 1 else None
         try:
-            rel = ev.shard_relpath(self.writer_id, txn.at)
+            rel = self.shard(txn.at)
             # Every target was checked when staged; the shard's folders too, before anything is written.
             refuse_symlinks(self.root, (self.layout.events / rel).parent)
-            if len(staged) == 1:
-                self._write_one(staged[0], kept, spare)
-            else:
-                self._write_journaled(staged, kept)
-            lines = b"".join(ev.encode(s.event) for s in staged)
-            size = append_line(self.layout.events / rel, lines)
+            if len(files) == 1:
+                self._write_one(files[0], kept, spare)
+            elif journal is not None:
+                self._write_journaled(files, kept, journal, {"events": txn.events, "shard": rel})
+            lines = b"".join(ev.encode(event) for event in txn.events)
+            size = append_line(self.layout.events / rel, lines) if lines else 0
         except OSError as exc:
             _undo(kept, journal)
             raise CodexmemError("ERR_WRITE_FAILED", f"could not write to the store: {exc.strerror or exc}") from None
@@ -406,8 +544,10 @@ class Store:
         try:
             with index.transaction() as conn:
                 for s in staged:
-                    index.apply_write(conn, s.kind, s.rid, s.channel, s.data, s.raw)
-                index.note_shard(conn, rel, size, lines, txn.events)
+                    if s.write:
+                        index.apply_write(conn, s.kind, s.rid, s.channel, s.data, s.raw)
+                if lines:
+                    index.note_shard(conn, rel, size, lines, txn.events)
                 for key, answer in txn._answers:
                     index.remember_answer(conn, key, answer)
         except Exception:
@@ -439,8 +579,11 @@ class Store:
             return None  # checked on every write: a symlink planted since never takes a file outside
         return self.layout.spare
 
-    def _write_journaled(self, staged: list[_Staged], kept: list[tuple[Path, Path | None]]) -> Path:
-        """Temporary files, a journal naming them, the renames; the caller drops the journal."""
+    def _write_journaled(
+        self, staged: list[_Staged], kept: list[tuple[Path, Path | None]], journal: Path, events: dict[str, Any]
+    ) -> None:
+        """Temporary files, the journal naming them (and the events to log), the renames; the
+        caller drops the journal once the events are logged."""
         entries: list[dict[str, str | None]] = []
         temps: list[Path] = []
         try:
@@ -455,11 +598,8 @@ class Store:
                         "tmp": tmp.relative_to(self.root).as_posix() if tmp else None,
                     }
                 )
-            journal_dir = self.root / JOURNAL_DIR
-            _local_dir(journal_dir)
-            journal = journal_dir / f"{staged[0].event['event_id']}.json"
-            body = {"entries": entries, "events": [s.event for s in staged], "writer": self.writer_id}
-            atomic_write(journal, json.dumps(body).encode("utf-8"))
+            _local_dir(journal.parent)
+            atomic_write(journal, json.dumps({"entries": entries, **events}).encode("utf-8"))
         except BaseException:
             for tmp in temps:
                 with contextlib.suppress(OSError):
@@ -472,7 +612,6 @@ class Store:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
             raise
-        return journal
 
     def _roll_forward(
         self, entries: list[dict[str, str | None]], kept: list[tuple[Path, Path | None]] | None = None
@@ -521,7 +660,8 @@ class Store:
                 os.unlink(journal)  # written atomically, so unreadable (or a symlink) means never committed
                 continue
             self._roll_forward(entries)
-            rel = ev.shard_relpath(self.writer_id, events[0]["at"])
+            shard = body.get("shard")
+            rel = shard if isinstance(shard, str) and ev.is_shard_relpath(shard) else self.shard(events[0]["at"])
             known = {
                 line.event["event_id"]
                 for _, path in ev.list_shards(self.layout.events)
@@ -534,6 +674,12 @@ class Store:
             os.unlink(journal)
         with contextlib.suppress(OSError):
             journal_dir.rmdir()
+
+
+def _named_notes(data: dict[str, Any]) -> list[str]:
+    """The notes a record names (shown with their titles in its file)."""
+    named = [data.get("superseded_by"), data.get("durable_memory_id"), *(data.get("related_note_ids") or [])]
+    return [n for n in named if isinstance(n, str)]
 
 
 def _link_aside(path: Path) -> Path | None:

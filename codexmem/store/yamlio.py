@@ -204,6 +204,19 @@ def dump_yaml(data: Any) -> str:
     return out
 
 
+def dump_flow(value: Any) -> str:
+    """``value`` on one line (flow style, ``{a: 1, b: [x]}``): for bookkeeping a reviewer skips."""
+    out: str = yaml.dump(
+        value,
+        Dumper=_Dumper,
+        sort_keys=False,
+        default_flow_style=True,
+        allow_unicode=True,
+        width=1_000_000_000,
+    )
+    return out.removesuffix("\n...\n").rstrip("\n")
+
+
 _FRONT_RE = re.compile(r"\A---\r?\n(?P<front>.*?)(?:\r?\n)?^---[ \t]*\r?\n?", re.S | re.M)
 
 

@@ -1,0 +1,37 @@
+"""``codexmem migrate``: bring a store of an earlier format to the current one."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "migrate",
+        parents=[common],
+        help="convert a store of an earlier format (commit the result)",
+        description="Rewrite every record in the current, merge-safe format and record it as it stands, make "
+        "config paths relative to the store, and add the merge driver; nothing else changes. Commit the result.",
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from codexmem.cli.common import store_path
+    from codexmem.store.migrate import migrate
+
+    root = store_path(args)
+    report = migrate(root)
+    if not report.records and not report.paths and not report.attributes:
+        print(f"migrate: {root} is already in the current format")
+        return 0
+    print(f"migrate: {report.records} records rewritten and recorded ({report.already} already were)")
+    for path in report.paths:
+        print(f"  codexmem.yaml: {path} is now relative to the store")
+    if report.attributes:
+        print(f"  .gitattributes: added {len(report.attributes)} lines")
+    if report.driver:
+        print("  merge driver registered in this clone (run `codexmem setup` in each other clone)")
+    print("review and commit the result")
+    return 0

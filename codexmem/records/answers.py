@@ -1,0 +1,167 @@
+"""Record channel answers, sized to the answer budget the way memory answers are.
+
+The service (:mod:`codexmem.records.service`) decides what an operation does; this module shapes
+what the MCP tools return, with :func:`codexmem.envelope.fit` as for every list answer: lists
+stop early and say so, and the long text values of a single item are cut and named rather than
+letting an answer break (a committed edit must never be reported as a failure because its answer
+was too long). The CLI calls the service directly: people are not bound by Codex's output cap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from codexmem.envelope import MAX_ANSWER_BYTES, fail, fit, ok, size_of
+from codexmem.errors import CodexmemError, Warnings
+from codexmem.records import service
+from codexmem.store.store import Store
+
+
+def channels(store: Store, warnings: Warnings) -> dict[str, Any]:
+    """``list_record_channels``: every channel, as many as fit."""
+    rows = [{"id": c.id, "name": c.name, "item_count": c.item_count} for c in service.list_channels(store)]
+
+    def render(kept: list[dict[str, Any]]) -> dict[str, Any]:
+        data: dict[str, Any] = {"channels": kept}
+        if len(kept) < len(rows):
+            data["truncated"] = True
+        return data
+
+    return fit(rows, render, warnings)[0]
+
+
+def items_page(
+    store: Store, channel_id: str, *, before_id: str | None, limit: int, now: datetime, warnings: Warnings
+) -> dict[str, Any]:
+    """``list_record_items``: the schema and a page of previews; ``next_before_id`` continues it."""
+    page = service.list_items(store, channel_id, before_id=before_id, limit=limit, now=now)
+    schema = page.schema.to_public()
+
+    def render(kept: list[dict[str, Any]]) -> dict[str, Any]:
+        cut = len(kept) < len(page.items)
+        more = page.has_more or cut
+        data: dict[str, Any] = {
+            "schema": schema,
+            "items": kept,
+            "has_more": more,
+            "next_before_id": (kept[-1]["id"] if kept else before_id) if more else None,
+        }
+        if cut:
+            data["truncated"] = True
+        return data
+
+    return fit(page.items, render, warnings)[0]
+
+
+def item(store: Store, channel_id: str, item_id: str, *, now: datetime, warnings: Warnings) -> dict[str, Any]:
+    """``read_record_item``: the whole item (its longest texts cut only if it cannot fit otherwise)."""
+    return _fitted_item({"item": service.read_item(store, channel_id, item_id, now=now)}, warnings)
+
+
+def edit(
+    store: Store,
+    channel_id: str,
+    item_id: str,
+    values: dict[str, Any],
+    *,
+    expected_version: int,
+    idempotency_key: str,
+    actor: str,
+    now: datetime,
+    warnings: Warnings,
+    session_id: str | None = None,
+) -> dict[str, Any]:
+    """``edit_record_item``: the edited item; a rejection's current item and field list fit too."""
+    try:
+        result = service.edit_item(
+            store,
+            channel_id,
+            item_id,
+            values,
+            expected_version=expected_version,
+            idempotency_key=idempotency_key,
+            actor=actor,
+            now=now,
+            session_id=session_id,
+        )
+    except CodexmemError as exc:
+        if exc.code == "ERR_VERSION_CONFLICT" and "item" in exc.extra:
+            base = fail(exc, warnings)
+            exc.extra["item"] = fit_item(lambda it: {**base, "error": {**base["error"], "item": it}}, exc.extra["item"])
+        elif exc.code == "ERR_VALIDATION_FAILED":
+            _fit_error_fields(exc, warnings)
+        raise
+    if result.redacted:
+        warnings.add("WARN_SECRET_REDACTED", f"credentials were redacted in {', '.join(result.redacted)}")
+    if result.unchanged:
+        warnings.add("WARN_NO_CHANGE", "the values sent are the stored ones: nothing was written, the version stays")
+    data = dict(result.answer)
+    if result.replayed:
+        data["replayed"] = True
+    return _fitted_item(data, warnings)
+
+
+def poll(store: Store, *, since: int, channel_id: str | None, limit: int, warnings: Warnings) -> dict[str, Any]:
+    """``poll_resource_events``: changes after ``since``, oldest first, as many as fit."""
+    result = service.poll_events(store, since=since, channel_id=channel_id, limit=limit)
+
+    def render(kept: list[dict[str, Any]]) -> dict[str, Any]:
+        cut = len(kept) < len(result.events)
+        data: dict[str, Any] = {
+            "events": kept,
+            "next_since": kept[-1]["seq"] if kept else result.idle_since,
+            "has_more": result.has_more or cut,
+        }
+        if cut:
+            data["truncated"] = True
+        return data
+
+    return fit(result.events, render, warnings)[0]
+
+
+def fit_item(envelope_of: Callable[[dict[str, Any]], dict[str, Any]], item: dict[str, Any]) -> dict[str, Any]:
+    """``item`` with its longest text values cut until ``envelope_of(item)`` fits the answer budget.
+
+    A bug tracker's item fits easily; a channel with several 10,000-character texts does not.
+    Cut values end in "…" and are named in ``truncated_values``.
+    """
+    over = size_of(envelope_of(item)) - MAX_ANSWER_BYTES
+    if over <= 0:
+        return item
+    values = dict(item["values"])
+    cut: list[str] = []
+    texts = sorted((k for k, v in values.items() if isinstance(v, str)), key=lambda k: -len(values[k]))
+    for key in texts:
+        # Each character removed is at least one byte; the margin covers the marker keys.
+        keep = max(0, len(values[key]) - over - 100)
+        values[key] = values[key][:keep] + "…"
+        cut.append(key)
+        shrunk = {**item, "values": values, "truncated_values": cut}
+        over = size_of(envelope_of(shrunk)) - MAX_ANSWER_BYTES
+        if over <= 0:
+            return shrunk
+    return item  # not text that makes it large: the server reports the budget error
+
+
+def _fitted_item(data: dict[str, Any], warnings: Warnings) -> dict[str, Any]:
+    data["item"] = fit_item(lambda it: ok({**data, "item": it}, warnings), data["item"])
+    return data
+
+
+def _fit_error_fields(error: CodexmemError, warnings: Warnings) -> None:
+    """Keep the rejection entries that fit the budget (in request order) and count the rest."""
+    fields = list(error.fields or [])
+    base = fail(error, warnings)
+
+    def render(kept: list[dict[str, Any]]) -> dict[str, Any]:
+        body = {**base["error"], "fields": kept}
+        if len(kept) < len(fields):
+            body["more_fields"] = len(fields) - len(kept)
+        return body
+
+    _, kept = fit(fields, render, envelope=lambda body: {**base, "error": body})
+    if kept < len(fields):
+        error.fields = fields[:kept]
+        error.extra["more_fields"] = len(fields) - kept

@@ -1,0 +1,163 @@
+"""A record's history as a graph of events, and what its file should hold according to it.
+
+Format 2 events name the events they follow (``parents``) and carry the new value of every field
+they changed (``set``; a ``created`` event sets every field, a ``migrated`` event records a format
+1 record as it stood). Two branches that each changed a record add two children of one event;
+merging them is correct when the file holds, for each field, the value of the last change of
+that field on every branch. So for each field this module finds its *last setters* (the events
+that set it and that no later event setting it follows): one value among them is what the file
+must hold; several different values are a conflict a person must settle (``codexmem resolve``).
+Both ``codexmem check`` and ``codexmem resolve`` judge a record by :func:`expected_state`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from codexmem.store.layout import CHANNEL, ITEM, Kind
+from codexmem.store.textmerge import merge_text
+
+NOT_RECORDED = frozenset({"version", "updated_at", "record_channel_id"})
+"""Fields no event records: the version is the event's own, the rest is derived."""
+
+
+def record_fields(kind: Kind, data: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of a record that events record: an item's values, any other record's fields but
+    its id (the file name) and what :data:`NOT_RECORDED` lists."""
+    if kind is ITEM:
+        return dict(data.get("values") or {})
+    skip = NOT_RECORDED | {kind.id_field}
+    return {k: v for k, v in data.items() if k not in skip and not (kind is CHANNEL and k == "record_channel_id")}
+
+
+def changed_fields(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, Any]:
+    """The new value of every field that differs (a field that went away is set to None)."""
+    return {k: after.get(k) for k in sorted(before.keys() | after.keys()) if before.get(k) != after.get(k)}
+
+
+def created_fields(after: Mapping[str, Any]) -> dict[str, Any]:
+    """What a ``created`` (or ``migrated``) event sets: every field that has a value."""
+    return {k: v for k, v in after.items() if v is not None}
+
+
+@dataclass
+class FieldState:
+    """What the history says of one field: its value, or the values a conflict left."""
+
+    name: str
+    setters: list[dict[str, Any]]
+    """The last setters (events) of the field; more than one with different values is a conflict."""
+    merged: str | None = None
+    """Two branches changed a text in different places: the text git's merge makes of them."""
+
+    @property
+    def value(self) -> Any:
+        return self.merged if self.merged is not None else self.setters[0]["set"][self.name]
+
+    @property
+    def conflict(self) -> bool:
+        return self.merged is None and len({value_key(e["set"][self.name]) for e in self.setters}) > 1
+
+
+@dataclass
+class Expected:
+    """A record as its present events say it should be."""
+
+    version: int
+    """The highest version of the heads (two branches with as many changes each agree on it)."""
+    fields: dict[str, FieldState]
+    heads: list[dict[str, Any]]
+    events: list[dict[str, Any]]
+    """The record's format 2 events."""
+    deleted: bool
+    """Every head deletes the record."""
+
+
+def graph_events(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The events that take part in the graph (format 2 lines; format 1 lines have no parents)."""
+    return [e for e in events if "parents" in e]
+
+
+def heads_of(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The events no other of ``events`` follows."""
+    followed = {p for e in events for p in e.get("parents", [])}
+    return [e for e in events if e["event_id"] not in followed]
+
+
+def ancestors(events: list[dict[str, Any]]) -> dict[str, set[str]]:
+    """event id -> the ids of every event it follows, directly or not (itself excluded)."""
+    by_id = {e["event_id"]: e for e in events}
+    memo: dict[str, set[str]] = {}
+
+    def walk(eid: str) -> set[str]:
+        if eid in memo:
+            return memo[eid]
+        memo[eid] = set()  # a cycle (a hand-made line) ends here rather than looping
+        found: set[str] = set()
+        stack = list(by_id[eid].get("parents", []))
+        while stack:
+            parent = stack.pop()
+            if parent in found or parent not in by_id:
+                continue
+            found.add(parent)
+            if parent in memo:
+                found |= memo[parent]
+            else:
+                stack.extend(by_id[parent].get("parents", []))
+        memo[eid] = found
+        return found
+
+    for eid in by_id:
+        walk(eid)
+    return memo
+
+
+def expected_state(events: list[dict[str, Any]]) -> Expected | None:
+    """What the file of a record should hold, from its present format 2 events; None without any."""
+    graph = graph_events(events)
+    if not graph:
+        return None
+    above = ancestors(graph)
+    heads = heads_of(graph)
+    fields: dict[str, FieldState] = {}
+    setters: dict[str, list[dict[str, Any]]] = {}
+    for event in graph:
+        for name in event.get("set") or {}:
+            setters.setdefault(name, []).append(event)
+    for name, events_setting in setters.items():
+        last = [e for e in events_setting if not any(e["event_id"] in above[o["event_id"]] for o in events_setting)]
+        state = FieldState(name, last)
+        if state.conflict and len(last) == 2:
+            state.merged = _text_merged(name, last, events_setting, above)
+        fields[name] = state
+    return Expected(
+        version=max(int(h["version"]) for h in heads),
+        fields=fields,
+        heads=heads,
+        events=graph,
+        deleted=all(h["type"] == "deleted" for h in heads),
+    )
+
+
+def _text_merged(
+    name: str, last: list[dict[str, Any]], setters: list[dict[str, Any]], above: dict[str, set[str]]
+) -> str | None:
+    """The three-way text merge of two branches' values of a text field (a note's body changed in
+    two paragraphs), from the value they both started from; None when it conflicts or is no text."""
+    ours, theirs = (e["set"][name] for e in last)
+    common = above[last[0]["event_id"]] & above[last[1]["event_id"]]
+    bases = [e for e in setters if e["event_id"] in common]
+    bases = [e for e in bases if not any(e["event_id"] in above[o["event_id"]] for o in bases)]
+    base = bases[0]["set"][name] if len(bases) == 1 else None
+    if not all(isinstance(v, str) for v in (ours, theirs, base)):
+        return None
+    text, clean = merge_text(str(base), ours, theirs)
+    return text if clean else None
+
+
+def value_key(value: Any) -> str:
+    """A comparable form of a field value (lists and mappings included)."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)

@@ -1,0 +1,146 @@
+"""The index's connection: opening (and rebuilding a stale or broken file), transactions, closing."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from codexmem.store.index.schema import PAGE_CACHE_KIB, PLANNER_STATS, SCHEMA, SCHEMA_VERSION
+from codexmem.store.layout import Layout
+
+RACY_NS = 2_000_000_000
+"""A file whose mtime is this close to the clock when it is indexed is "racy": an in-place rewrite
+in the same mtime tick (1-10 ms on Linux, up to 2 s on some filesystems) keeps its stat, so its
+content is compared again by the next full scan (the ``recheck`` table)."""
+
+
+def racy(mtime_ns: int) -> bool:
+    return time.time_ns() - mtime_ns < RACY_NS
+
+
+def mtime_of(path: str) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except (FileNotFoundError, NotADirectoryError):
+        return -1
+
+
+class IndexCorrupt(Exception):
+    """The index file cannot be used; it will be rebuilt."""
+
+
+class IndexConnection:
+    """One connection to the index of one store. Not shared between threads without the lock."""
+
+    def __init__(self, layout: Layout, *, in_memory: bool = False) -> None:
+        self.layout = layout
+        self.path: Path | None = None if in_memory else layout.cache / "index.sqlite"
+        self._mutex = threading.RLock()
+        self._conn: sqlite3.Connection | None = None
+        self.epoch = 0
+        self._markers: list[Path] | None = None
+        # Folder listings for the per-call check, keyed by the folder's mtime (see _listing).
+        self._listings: dict[str, tuple[int, list[str]]] = {}
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        if self._conn is None:
+            self._open()
+        assert self._conn is not None
+        return self._conn
+
+    def _open(self) -> None:
+        if self.path is None:
+            self._conn = self._create(":memory:")
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        for suffix in ("", "-wal", "-shm"):  # SQLite follows a planted symlink, and writes through it
+            if os.path.islink(f"{self.path}{suffix}"):
+                os.unlink(f"{self.path}{suffix}")
+        try:
+            conn = self._connect(str(self.path))
+            version = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            if version is None or int(version[0]) != SCHEMA_VERSION:
+                conn.close()
+                raise IndexCorrupt("older schema")
+            self.epoch = int(conn.execute("SELECT value FROM meta WHERE key='epoch'").fetchone()[0])
+            conn.execute("PRAGMA quick_check").fetchone()
+            self._conn = conn
+        except (sqlite3.DatabaseError, IndexCorrupt, TypeError, ValueError):
+            self._discard_file()
+            self._conn = self._create(str(self.path))
+
+    def _connect(self, target: str, *, cache_kib: int = PAGE_CACHE_KIB) -> sqlite3.Connection:
+        conn = sqlite3.connect(target, isolation_level=None, check_same_thread=False, timeout=30)
+        conn.execute("PRAGMA journal_mode=WAL")
+        # Derived data: a lost transaction is rebuilt from the files, so skip the fsyncs.
+        conn.execute("PRAGMA synchronous=OFF")
+        conn.execute("PRAGMA busy_timeout=30000")
+        conn.execute(f"PRAGMA cache_size=-{int(cache_kib)}")
+        return conn
+
+    def _discard_file(self) -> None:
+        assert self.path is not None
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(str(self.path) + suffix)
+
+    def _create(self, target: str) -> sqlite3.Connection:
+        # Build under a temporary name, then rename: another process never sees a half-made index.
+        if target == ":memory:":
+            conn = self._connect(target)
+            self._init_schema(conn)
+            return conn
+        tmp = f"{target}.{os.getpid()}.new"
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp + suffix)
+        conn = sqlite3.connect(tmp, isolation_level=None)
+        self._init_schema(conn)
+        conn.close()
+        if not os.path.exists(target):
+            os.replace(tmp, target)
+        else:  # someone else created it meanwhile: use theirs
+            os.unlink(tmp)
+        conn = self._connect(target)
+        self.epoch = int(conn.execute("SELECT value FROM meta WHERE key='epoch'").fetchone()[0])
+        return conn
+
+    def _init_schema(self, conn: sqlite3.Connection) -> None:
+        conn.executescript(SCHEMA)
+        # Fixed planner statistics (see PLANNER_STATS), loaded by every connection opened later.
+        conn.execute("ANALYZE sqlite_schema")
+        conn.executemany(
+            "INSERT INTO sqlite_stat1(tbl, idx, stat) VALUES (?, ?, ?)",
+            [(table, index, stat) for (table, index), stat in PLANNER_STATS.items()],
+        )
+        conn.execute("ANALYZE sqlite_schema")
+        # A fresh epoch for every rebuild: sequences handed out before it are recognized as stale.
+        self.epoch = random.SystemRandom().randrange(100_000, 900_000)
+        conn.executemany(
+            "INSERT INTO meta(key, value) VALUES (?, ?)",
+            [("schema_version", str(SCHEMA_VERSION)), ("epoch", str(self.epoch))],
+        )
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._mutex:
+            conn = self.conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")

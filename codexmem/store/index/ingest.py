@@ -1,0 +1,397 @@
+"""Bringing files and event lines into the index: records loaded, removed and written, shards read."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+import stat as stat_mod
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from codexmem.store import events as ev
+from codexmem.store.index.base import IndexConnection, mtime_of, racy
+from codexmem.store.index.schema import FTS_TABLES, RECORD_COLUMNS, columns_of, content_hash, fts_texts, record_relpath
+from codexmem.store.layout import CHANNEL, Kind, identify_relpath, symlink_below
+from codexmem.store.recordfile import read_record
+
+
+@dataclass
+class BadFile:
+    path: str
+    problem: str
+
+
+@dataclass
+class ScanReport:
+    parsed: int = 0
+    removed: int = 0
+    events_ingested: int = 0
+    bad: list[BadFile] = field(default_factory=list)
+
+
+def is_regular(st: os.stat_result) -> bool:
+    return stat_mod.S_ISREG(st.st_mode)
+
+
+class Ingestion(IndexConnection):
+    """Rows from files: what the freshness check found changed, and the store's own writes."""
+
+    def _reconcile(self, conn: sqlite3.Connection, paths: Iterable[str], report: ScanReport) -> list[str]:
+        """Bring these files' rows in line with the files (under the lock); returns the paths
+        (re)loaded. Loaded in name order: ids sort by creation time, so after a rebuild rowids
+        follow creation (search ranks the newest candidates first)."""
+        touched: list[str] = []
+        linked: dict[str, bool] = {}
+        for rel in sorted(set(paths)):
+            row = conn.execute("SELECT inode, mtime_ns, size FROM records WHERE path=?", (rel,)).fetchone()
+            bad = conn.execute("SELECT inode, mtime_ns, size FROM bad_files WHERE path=?", (rel,)).fetchone()
+            folder = rel.rsplit("/", 1)[0]
+            if folder not in linked:
+                linked[folder] = symlink_below(self.layout.root, self.layout.root / folder) is not None
+            try:
+                if linked[folder]:
+                    raise FileNotFoundError(rel)  # under a symlink: not part of the store
+                st = os.lstat(self.layout.root / rel)
+            except (FileNotFoundError, NotADirectoryError):
+                if row is not None:
+                    self._remove_path(conn, rel, report)
+                if bad is not None:
+                    conn.execute("DELETE FROM bad_files WHERE path=?", (rel,))
+                continue
+            if (row or bad) == (st.st_ino, st.st_mtime_ns, st.st_size):
+                continue
+            self._load_file(conn, rel, st, report)
+            touched.append(rel)
+        return touched
+
+    def _load_file(self, conn: sqlite3.Connection, rel: str, st: os.stat_result, report: ScanReport) -> None:
+        ident = identify_relpath(rel)
+        problem: str | None = None
+        data: dict[str, Any] | None = None
+        raw = b""
+        if ident is None:
+            problem = "not a record file name (expected <prefix>_<ULID> with the kind's suffix)"
+        elif not is_regular(st):
+            problem = "not a regular file (symlinks and special files are refused)"
+        else:
+            kind, rid, channel = ident
+            try:
+                data, raw = read_record(self.layout.root / rel, rel, kind, rid, channel)
+            except (OSError, ValueError) as exc:
+                problem = str(exc)
+        if problem is not None or data is None or ident is None:
+            self._remove_path(conn, rel, report)
+            conn.execute(
+                "INSERT OR REPLACE INTO bad_files(path, dir, inode, mtime_ns, size, problem) VALUES (?,?,?,?,?,?)",
+                (rel, rel.rsplit("/", 1)[0], st.st_ino, st.st_mtime_ns, st.st_size, problem or "unreadable"),
+            )
+            if racy(st.st_mtime_ns):
+                conn.execute("INSERT OR IGNORE INTO recheck(path) VALUES (?)", (rel,))
+            report.bad.append(BadFile(rel, problem or "unreadable"))
+            return
+        kind, rid, channel = ident
+        conn.execute("DELETE FROM bad_files WHERE path=?", (rel,))
+        self._upsert(conn, kind, rid, channel, rel, data, st, content_hash(raw))
+        report.parsed += 1
+
+    def _upsert(
+        self,
+        conn: sqlite3.Connection,
+        kind: Kind,
+        rid: str,
+        channel: str | None,
+        rel: str,
+        data: dict[str, Any],
+        st: os.stat_result,
+        digest: str,
+    ) -> None:
+        latest = conn.execute(
+            "SELECT MAX(at) FROM heads WHERE kind=? AND id=? AND deleted=0", (kind.name, rid)
+        ).fetchone()[0]
+        if kind is not CHANNEL:  # a channel's schema has no time of its own
+            data = {**data, "updated_at": latest or columns_of(kind, data)["created_at"]}
+        cols = columns_of(kind, data)
+        values = (
+            kind.name,
+            rid,
+            channel,
+            rel,
+            rel.rsplit("/", 1)[0],
+            int(data.get("version", 1)),
+            cols["system_id"],
+            cols["project_id"],
+            cols["workspace_id"],
+            cols["session_id"],
+            cols["status"],
+            cols["type"],
+            cols["importance"],
+            cols["source"],
+            cols["created_at"],
+            cols["updated_at"],
+            st.st_ino,
+            st.st_mtime_ns,
+            st.st_size,
+            digest,
+            json.dumps(data, ensure_ascii=False, separators=(",", ":")),
+        )
+        row = conn.execute(
+            f"SELECT rowid, {', '.join(RECORD_COLUMNS)} FROM records WHERE kind=? AND id=? AND channel IS ?",
+            (kind.name, rid, channel),
+        ).fetchone()
+        if row is None:
+            cur = conn.execute(
+                f"INSERT INTO records({', '.join(RECORD_COLUMNS)}) VALUES ({', '.join('?' * len(values))})", values
+            )
+            rowid = cur.lastrowid
+        else:
+            rowid = row[0]
+            # Only the columns that changed: SQLite rewrites the entry of every index over a column
+            # named in SET, and an edit usually moves only version, times, stat, hash and data.
+            changed = [(col, new) for col, old, new in zip(RECORD_COLUMNS, row[1:], values, strict=True) if old != new]
+            if changed:
+                conn.execute(
+                    f"UPDATE records SET {', '.join(f'{col}=?' for col, _ in changed)} WHERE rowid=?",
+                    (*(new for _, new in changed), rowid),
+                )
+        tables = FTS_TABLES.get(kind.name, ())
+        texts = fts_texts(kind, data)
+        if row is not None and tables:
+            # An edit that leaves every text alone (a status move of a note, a select of an item
+            # whose texts are unchanged) keeps its postings; otherwise they are replaced.
+            old = conn.execute(f"SELECT title, body, extra FROM {tables[0]} WHERE rowid=?", (rowid,)).fetchone()
+            if old is not None and texts is not None and tuple(old) == texts:
+                texts = None
+            elif old is not None:
+                for table in tables:
+                    conn.execute(f"DELETE FROM {table} WHERE rowid=?", (rowid,))
+        if texts is not None:
+            for table in tables:
+                conn.execute(f"INSERT INTO {table}(rowid, title, body, extra) VALUES (?,?,?,?)", (rowid, *texts))
+        if racy(st.st_mtime_ns):
+            conn.execute("INSERT OR IGNORE INTO recheck(path) VALUES (?)", (rel,))
+
+    def _remove_path(self, conn: sqlite3.Connection, rel: str, report: ScanReport) -> None:
+        row = conn.execute("SELECT rowid, kind, id, channel, version FROM records WHERE path=?", (rel,)).fetchone()
+        if row is None:
+            return
+        for table in FTS_TABLES.get(row[1], ()):
+            conn.execute(f"DELETE FROM {table} WHERE rowid=?", (row[0],))
+        conn.execute("DELETE FROM records WHERE rowid=?", (row[0],))
+        conn.execute("DELETE FROM recheck WHERE path=?", (rel,))
+        report.removed += 1
+
+    def _ingest_shards(self, conn: sqlite3.Connection, report: ScanReport, *, git_moved: bool = False) -> None:
+        """Read the shards' new lines. A shard whose (size, mtime) did not move is not opened.
+
+        After a checkout, merge or pull (``git_moved``) a shard git rewrote (its mtime moved) is
+        read whole: another branch's version may share only its start with the one read so far,
+        so the offset means nothing then; events are deduplicated by id, and those no longer in
+        it are marked absent (still delivered to pollers: nothing is retracted). Shards git did
+        not touch (every past month) are skipped, so this costs what changed, not the history.
+        """
+        rows = conn.execute("SELECT path, size, consumed, mtime_ns FROM shards")
+        known = {row[0]: (row[1], row[2], row[3]) for row in rows}
+        listed = ev.list_shards(self.layout.events)
+        touched: set[tuple[str, str]] = set()
+        for rel, path in listed:
+            try:
+                st = os.stat(path)
+            except FileNotFoundError:
+                continue
+            size, consumed, mtime = known.get(rel, (0, 0, 0))
+            if rel in known and (st.st_size, st.st_mtime_ns) == (size, mtime):
+                continue
+            start = consumed
+            if (git_moved and st.st_mtime_ns != mtime) or st.st_size < start:
+                start = 0  # rewritten (a checkout of another branch): read it again, dedupe by id
+                touched |= self._set_absent(conn, rel)
+            end = start
+            for line in ev.read_lines(path, start):
+                end = line.end
+                if line.event is not None:
+                    touched.add((line.event["kind"], line.event["id"]))
+                    if self.insert_event(conn, line.event, shard=rel, heads=False):
+                        report.events_ingested += 1
+            conn.execute(
+                "INSERT OR REPLACE INTO shards(path, size, consumed, mtime_ns) VALUES (?,?,?,?)",
+                (rel, st.st_size, end, st.st_mtime_ns),
+            )
+        gone = set(known) - {rel for rel, _ in listed}
+        for rel in sorted(gone):
+            touched |= self._set_absent(conn, rel)
+        conn.executemany("DELETE FROM shards WHERE path=?", [(rel,) for rel in sorted(gone)])
+        for kind, rid in sorted(touched):
+            self._recompute_heads(conn, kind, rid)
+
+    def _set_absent(self, conn: sqlite3.Connection, shard: str) -> set[tuple[str, str]]:
+        """The events of a shard that went away (or is read again) are absent until seen; their records."""
+        records = {
+            (r[0], r[1]) for r in conn.execute("SELECT kind, id FROM events WHERE shard=? AND present=1", (shard,))
+        }
+        conn.execute("UPDATE events SET present=0 WHERE shard=? AND present=1", (shard,))
+        return records
+
+    def insert_event(
+        self, conn: sqlite3.Connection, event: dict[str, Any], *, shard: str | None = None, heads: bool = True
+    ) -> bool:
+        """Add one event unless its ``event_id`` is known (then it is present again); True when it was new.
+
+        ``heads`` moves the record's heads past it at once (an event read in order, or our own);
+        a caller reading many lines passes False and recomputes the heads of what it touched.
+        """
+        parents = event.get("parents")
+        cur = conn.execute(
+            "INSERT OR IGNORE INTO events(event_id, at, actor, author, kind, id, channel, type, version, changed,"
+            " parents, idempotency_key, fingerprint, shard) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                event["event_id"],
+                event["at"],
+                event["actor"],
+                event.get("author"),
+                event["kind"],
+                event["id"],
+                event.get("record_channel_id"),
+                event["type"],
+                event["version"],
+                json.dumps(event.get("changed", [])),
+                json.dumps(parents) if parents is not None else None,
+                event.get("idempotency_key"),
+                event.get("fingerprint"),
+                shard,
+            ),
+        )
+        new = cur.rowcount > 0
+        if not new:
+            conn.execute("UPDATE events SET present=1, shard=? WHERE event_id=?", (shard, event["event_id"]))
+        elif parents:
+            conn.executemany(
+                "INSERT INTO event_parents(parent, child) VALUES (?, ?)", [(p, event["event_id"]) for p in parents]
+            )
+        if heads and parents is not None:
+            self._advance_heads(conn, event)
+        return new
+
+    def _advance_heads(self, conn: sqlite3.Connection, event: dict[str, Any]) -> None:
+        """A present event follows its parents: they stop being heads, and it becomes one (unless
+        a present event already follows it)."""
+        kind, rid, eid = event["kind"], event["id"], event["event_id"]
+        parents = event.get("parents") or []
+        conn.executemany("DELETE FROM heads WHERE kind=? AND id=? AND event_id=?", [(kind, rid, p) for p in parents])
+        followed = conn.execute(
+            "SELECT 1 FROM event_parents p JOIN events e ON e.event_id = p.child WHERE p.parent=? AND e.present=1",
+            (eid,),
+        ).fetchone()
+        if followed is None:
+            conn.execute(
+                "INSERT OR REPLACE INTO heads(kind, id, event_id, version, at, deleted) VALUES (?,?,?,?,?,?)",
+                (kind, rid, eid, event["version"], event["at"], int(event["type"] == "deleted")),
+            )
+        self._touch_updated(conn, kind, rid)
+
+    def _recompute_heads(self, conn: sqlite3.Connection, kind: str, rid: str) -> None:
+        """A record's heads from its present events (after a checkout moved what is present)."""
+        rows = conn.execute(
+            "SELECT event_id, version, at, type FROM events"
+            " WHERE kind=? AND id=? AND present=1 AND parents IS NOT NULL",
+            (kind, rid),
+        ).fetchall()
+        followed = {
+            r[0]
+            for r in conn.execute(
+                "SELECT p.parent FROM event_parents p JOIN events e ON e.event_id = p.child"
+                " WHERE e.kind=? AND e.id=? AND e.present=1",
+                (kind, rid),
+            )
+        }
+        conn.execute("DELETE FROM heads WHERE kind=? AND id=?", (kind, rid))
+        conn.executemany(
+            "INSERT INTO heads(kind, id, event_id, version, at, deleted) VALUES (?,?,?,?,?,?)",
+            [
+                (kind, rid, eid, version, at, int(etype == "deleted"))
+                for eid, version, at, etype in rows
+                if eid not in followed
+            ],
+        )
+        self._touch_updated(conn, kind, rid)
+
+    def _touch_updated(self, conn: sqlite3.Connection, kind: str, rid: str) -> None:
+        """A record's ``updated_at`` is the time of its latest live head (no file holds it: a line
+        that changed on every write would conflict in every merge); its creation when it has none."""
+        conn.execute(
+            "UPDATE records SET updated_at = COALESCE("
+            "(SELECT MAX(at) FROM heads WHERE kind=?1 AND id=?2 AND deleted=0), created_at)"
+            " WHERE kind=?1 AND id=?2",
+            (kind, rid),
+        )
+        conn.execute(
+            "UPDATE records SET data = json_set(data, '$.updated_at', updated_at)"
+            " WHERE kind=?1 AND id=?2 AND kind != 'channel' AND json_extract(data, '$.updated_at') IS NOT updated_at",
+            (kind, rid),
+        )
+
+    def apply_write(
+        self,
+        conn: sqlite3.Connection,
+        kind: Kind,
+        rid: str,
+        channel: str | None,
+        data: dict[str, Any] | None,
+        raw: bytes,
+    ) -> None:
+        """Reflect one written (or, with ``data`` None, deleted) record, inside a write transaction."""
+        rel = record_relpath(kind, rid, channel)
+        if identify_relpath(rel) != (kind, rid, channel):  # never for a record the store just wrote
+            rel = (self.layout.path(kind, rid, channel)).relative_to(self.layout.root).as_posix()
+        if data is None:
+            self._remove_path(conn, rel, ScanReport())
+            self._remember_dirs(conn, [rel.rsplit("/", 1)[0]])
+            return
+        st = os.lstat(self.layout.root / rel)
+        self._upsert(conn, kind, rid, channel, rel, data, st, content_hash(raw))
+        self._remember_dirs(conn, [rel.rsplit("/", 1)[0]])
+
+    def note_shard(
+        self, conn: sqlite3.Connection, rel: str, size: int, appended: bytes, events: list[dict[str, Any]]
+    ) -> None:
+        """After appending our own ``events`` (the bytes ``appended``): the shard is consumed up to ``size``."""
+        row = conn.execute("SELECT consumed FROM shards WHERE path=?", (rel,)).fetchone()
+        previous = row[0] if row else 0
+        path = self.layout.events / rel
+        if previous + len(appended) == size:  # nothing but our lines since the index last read it
+            for event in events:
+                self.insert_event(conn, event, shard=rel)
+        else:  # lines another process appended before ours (same writer id) are read first
+            for line in ev.read_lines(path, previous):
+                if line.event is not None:
+                    self.insert_event(conn, line.event, shard=rel)
+        mtime = mtime_of(str(path))
+        conn.execute(
+            "INSERT OR REPLACE INTO shards(path, size, consumed, mtime_ns) VALUES (?,?,?,?)", (rel, size, size, mtime)
+        )
+        # What the per-call check will look at: this shard, its writer's folder (a new month's
+        # shard was perhaps just created in it) and the events folder (perhaps a new writer).
+        writer = rel.split("/", 1)[0]
+        remembered = [
+            ("s:" + rel, size),
+            ("w:" + writer, mtime_of(str(path.parent))),
+            ("e:", mtime_of(str(self.layout.events))),
+        ]
+        conn.executemany("INSERT OR REPLACE INTO watch(key, value) VALUES (?, ?)", remembered)
+
+    def remember_answer(self, conn: sqlite3.Connection, key: str, answer: dict[str, Any]) -> None:
+        conn.execute(
+            "INSERT OR REPLACE INTO answers(idempotency_key, answer) VALUES (?, ?)",
+            (key, json.dumps(answer, ensure_ascii=False, separators=(",", ":"))),
+        )
+
+    def _remember_dirs(self, conn: sqlite3.Connection, dirs: Iterable[str]) -> None:
+        """After our own write: these folders' current mtimes are what the index reflects."""
+        for rel in dirs:
+            with contextlib.suppress(FileNotFoundError):
+                conn.execute(
+                    "INSERT OR REPLACE INTO watch(key, value) VALUES (?, ?)",
+                    ("d:" + rel, os.stat(self.layout.root / rel).st_mtime_ns),
+                )

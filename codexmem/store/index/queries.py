@@ -1,0 +1,345 @@
+"""What the services ask the index: records by id and by filter, full-text search, events, keys."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from codexmem.store.index.base import IndexConnection
+from codexmem.store.index.ingest import BadFile
+from codexmem.store.index.schema import FTS_TABLES, SEQ_FACTOR, check_col, content_hash
+from codexmem.store.layout import Kind
+
+_DATA_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
+
+
+@dataclass(frozen=True)
+class TextQuery:
+    """Words to search for; each is quoted, so no FTS5 syntax can come in with them."""
+
+    words: tuple[str, ...]
+    any_word: bool = False
+
+    def _join(self, terms: Iterable[str]) -> str:
+        return (" OR " if self.any_word else " ").join(terms)
+
+    def prefix_match(self) -> str:
+        return self._join('"' + w.replace('"', '""') + '"*' for w in self.words)
+
+    def stem_match(self) -> str:
+        return self._join('"' + w.replace('"', '""') + '"' for w in self.words)
+
+
+class Queries(IndexConnection):
+    """Read-only queries; each takes the index's mutex for its statements."""
+
+    def parsed(self, kind: Kind, rid: str, channel: str | None, raw: bytes) -> dict[str, Any] | None:
+        """The validated record the index holds for exactly these file bytes, else None.
+
+        Keyed on the content hash, so it is never stale: a write path reads the file (the truth)
+        and skips only the YAML parse and model validation of bytes the index already parsed.
+        """
+        row = self._record_row("hash, data", kind, rid, channel)
+        if row is None or row[0] != content_hash(raw):
+            return None
+        data: dict[str, Any] = json.loads(row[1])
+        return data
+
+    def get(self, kind: Kind, rid: str, channel: str | None = None) -> dict[str, Any] | None:
+        text = self.get_json(kind, rid, channel)
+        return json.loads(text) if text is not None else None
+
+    def get_json(self, kind: Kind, rid: str, channel: str | None = None) -> str | None:
+        """The record as the index keeps it (compact JSON), unparsed: a cache key as it stands."""
+        row = self._record_row("data", kind, rid, channel)
+        return str(row[0]) if row else None
+
+    def _record_row(self, columns: str, kind: Kind, rid: str, channel: str | None) -> tuple[Any, ...] | None:
+        with self._mutex:
+            row: tuple[Any, ...] | None = self.conn.execute(
+                f"SELECT {columns} FROM records WHERE kind=? AND id=? AND channel IS ?", (kind.name, rid, channel)
+            ).fetchone()
+        return row
+
+    def select(
+        self,
+        kind: Kind,
+        *,
+        where: dict[str, Any] | None = None,
+        where_in: dict[str, Sequence[Any]] | None = None,
+        where_not: dict[str, Any] | None = None,
+        min_importance: int | None = None,
+        before_id: str | None = None,
+        data_equals: dict[str, Any] | None = None,
+        order: Sequence[tuple[str, bool]] = (("created_at", True), ("id", True)),
+        limit: int | None = None,
+    ) -> list[dict[str, Any]]:
+        """Records of one kind filtered on indexed columns, parsed from their stored data.
+
+        ``data_equals`` compares fields of the stored record (``{"task": ...}``, dotted for nested
+        ones: ``{"values.ticket": ...}``) inside SQLite, so only matching records are parsed; use it
+        after the indexed filters, which choose the rows it reads.
+        """
+        sql, params = self._where(kind, where, where_in, where_not, min_importance, before_id)
+        for key, value in (data_equals or {}).items():
+            if not _DATA_KEY_RE.match(key):
+                raise ValueError(f"not a record field path: {key!r}")
+            sql += f" AND json_extract(data, '$.{key}') IS ?"
+            params.append(value)
+        for col, _desc in order:
+            check_col(col)
+        sql += " ORDER BY " + ", ".join(f"{c} {'DESC' if d else 'ASC'}" for c, d in order)
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(int(limit))
+        with self._mutex:
+            rows = self.conn.execute("SELECT data FROM records WHERE " + sql, params).fetchall()
+        return [json.loads(r[0]) for r in rows]
+
+    def count(self, kind: Kind, *, where: dict[str, Any] | None = None) -> int:
+        sql, params = self._where(kind, where, None, None, None, None)
+        with self._mutex:
+            return int(self.conn.execute("SELECT COUNT(*) FROM records WHERE " + sql, params).fetchone()[0])
+
+    def distinct(self, kind: Kind, column: str, *, where: dict[str, Any] | None = None) -> list[Any]:
+        check_col(column)
+        sql, params = self._where(kind, where, None, None, None, None)
+        with self._mutex:
+            rows = self.conn.execute(f"SELECT DISTINCT {column} FROM records WHERE {sql}", params).fetchall()
+        return [r[0] for r in rows]
+
+    def _where(
+        self,
+        kind: Kind,
+        where: dict[str, Any] | None,
+        where_in: dict[str, Sequence[Any]] | None,
+        where_not: dict[str, Any] | None,
+        min_importance: int | None,
+        before_id: str | None,
+    ) -> tuple[str, list[Any]]:
+        clauses = ["kind = ?"]
+        params: list[Any] = [kind.name]
+        for col, value in (where or {}).items():
+            check_col(col)
+            clauses.append(f"{col} IS ?")
+            params.append(value)
+        for col, values in (where_in or {}).items():
+            check_col(col)
+            values = list(values)
+            if not values:
+                clauses.append("0")
+                continue
+            clauses.append(f"{col} IN ({','.join('?' * len(values))})")
+            params.extend(values)
+        for col, value in (where_not or {}).items():
+            check_col(col)
+            clauses.append(f"{col} IS NOT ?")
+            params.append(value)
+        if min_importance is not None:
+            clauses.append("importance >= ?")
+            params.append(min_importance)
+        if before_id is not None:
+            clauses.append("id < ?")
+            params.append(before_id)
+        return " AND ".join(clauses), params
+
+    def search(
+        self,
+        kinds: Iterable[Kind],
+        query: TextQuery,
+        *,
+        where_in: dict[str, Sequence[Any]] | None = None,
+        min_importance: int | None = None,
+        limit: int = 50,
+    ) -> list[tuple[dict[str, Any], float]]:
+        """Full-text hits as (record data, relevance; higher is better), best first.
+
+        A record matches when its words start with the query's words or share their stems. Of the
+        newest ``limit`` matches of each text table that pass the filters (newest first: a word
+        common to most of a large store would otherwise cost a filter check on every match,
+        linearly in the store), those with every word in the title or tags come first
+        (relevance 2), then the rest (1), newest first within each; ``limit`` of them are returned.
+        Not FTS5's bm25: it counts every row holding each word on every query, so its cost grows
+        with the store (0.78 ms for one common word at 50,000 notes, even with LIMIT 1); this
+        stays within the candidates' rowid window.
+        """
+        if not query.words:
+            return []
+        groups: dict[tuple[str, str], list[str]] = {}
+        for kind in kinds:
+            if kind.name in FTS_TABLES:
+                groups.setdefault(FTS_TABLES[kind.name], []).append(kind.name)
+        filters = ""
+        filter_params: list[Any] = []
+        for col, values in (where_in or {}).items():
+            check_col(col)
+            values = list(values)
+            if not values:
+                return []
+            filters += f" AND r.{col} IN ({','.join('?' * len(values))})"
+            filter_params.extend(values)
+        if min_importance is not None:
+            filters += " AND (r.kind != 'note' OR r.importance >= ?)"
+            filter_params.append(min_importance)
+        relevance: dict[int, int] = {}  # rowid -> 1 or 2
+        with self._mutex:
+            try:
+                prefix, stem = query.prefix_match(), query.stem_match()
+                for (prefix_table, stem_table), names in groups.items():
+                    found = self._candidates(prefix_table, prefix, names, filters, filter_params, 0, limit)
+                    # The newest ``limit`` of either table: once the prefix table filled its
+                    # window, the stem table is read within it only. Its matches only add candidates
+                    # (a title holding a word's stem but not the word ranks as a match elsewhere).
+                    lowest = found[-1] if len(found) == limit else 0
+                    stems = self._candidates(stem_table, stem, names, filters, filter_params, lowest, limit)
+                    relevance.update(dict.fromkeys(found + stems, 1))
+                    relevance.update(dict.fromkeys(self._in_title_or_tags(prefix_table, prefix, found), 2))
+            except sqlite3.OperationalError:
+                return []  # defensive: TextQuery quotes every word, so FTS syntax cannot get in
+            hits = sorted(relevance.items(), key=lambda hit: (hit[1], hit[0]), reverse=True)[:limit]
+            # Phase 2: the data of the rows returned only.
+            data = (
+                dict(
+                    self.conn.execute(
+                        f"SELECT rowid, data FROM records WHERE rowid IN ({','.join('?' * len(hits))})",
+                        [h[0] for h in hits],
+                    ).fetchall()
+                )
+                if hits
+                else {}
+            )
+        return [(json.loads(data[rowid]), float(tier)) for rowid, tier in hits if rowid in data]
+
+    def _candidates(
+        self, table: str, match: str, kinds: list[str], filters: str, filter_params: list[Any], lowest: int, count: int
+    ) -> list[int]:
+        """Rowids of one text table's ``count`` newest matches (rowid >= ``lowest``) that pass the filters."""
+        # CROSS JOIN keeps the full-text table outside (the planner would otherwise walk every
+        # record of the project and probe the text index for each); newest first (rowids follow
+        # creation), and no record's data is read here.
+        rows = self.conn.execute(
+            f"SELECT r.rowid FROM {table} CROSS JOIN records r INDEXED BY records_search ON r.rowid = {table}.rowid"
+            f" WHERE {table} MATCH ? AND {table}.rowid >= ? AND r.kind IN ({','.join('?' * len(kinds))}){filters}"
+            f" ORDER BY {table}.rowid DESC LIMIT ?",
+            [match, lowest, *kinds, *filter_params, count],
+        ).fetchall()
+        return [row[0] for row in rows]
+
+    def _in_title_or_tags(self, table: str, match: str, found: list[int]) -> list[int]:
+        """Those of ``found`` (newest first) whose title or tags hold the words: one column-filter
+        query within their rowid window."""
+        if not found:
+            return []
+        wanted = set(found)
+        rows = self.conn.execute(
+            f"SELECT rowid FROM {table} WHERE {table} MATCH ? AND rowid >= ?",
+            (f"{{title extra}} : ({match})", found[-1]),
+        )
+        return [rowid for (rowid,) in rows if rowid in wanted]
+
+    def bad_files(self) -> list[BadFile]:
+        with self._mutex:
+            return [BadFile(r[0], r[1]) for r in self.conn.execute("SELECT path, problem FROM bad_files ORDER BY path")]
+
+    def bad_file(self, rel: str) -> BadFile | None:
+        """The problem of one store file the index could not use, if it has one."""
+        with self._mutex:
+            row = self.conn.execute("SELECT path, problem FROM bad_files WHERE path=?", (rel,)).fetchone()
+        return BadFile(row[0], row[1]) if row else None
+
+    def public_seq(self, local: int) -> int:
+        return self.epoch * SEQ_FACTOR + local
+
+    def local_seq(self, public: int) -> int | None:
+        """The local sequence of a public one, or None when it belongs to an earlier index."""
+        if public == 0:
+            return 0
+        if public // SEQ_FACTOR != self.epoch:
+            return None
+        return public % SEQ_FACTOR
+
+    def events_after(self, local: int, *, channel: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        sql = "SELECT seq, event_id, at, actor, kind, id, channel, type, version, changed FROM events WHERE seq > ?"
+        params: list[Any] = [local]
+        if channel is not None:
+            sql += " AND channel = ?"
+            params.append(channel)
+        sql += " ORDER BY seq LIMIT ?"
+        params.append(limit)
+        with self._mutex:
+            rows = self.conn.execute(sql, params).fetchall()
+        return [
+            {
+                "seq": self.public_seq(r[0]),
+                "event_id": r[1],
+                "at": r[2],
+                "actor": r[3],
+                "kind": r[4],
+                "id": r[5],
+                "record_channel_id": r[6],
+                "type": r[7],
+                "version": r[8],
+                "changed": json.loads(r[9]),
+            }
+            for r in rows
+        ]
+
+    def events_of(self, rid: str) -> list[dict[str, Any]]:
+        """Every event of one record, oldest first (for history pages)."""
+        with self._mutex:
+            rows = self.conn.execute(
+                "SELECT seq, event_id, at, actor, author, type, version, changed, parents, present FROM events"
+                " WHERE id=? ORDER BY seq",
+                (rid,),
+            ).fetchall()
+        return [
+            {
+                "seq": r[0],
+                "event_id": r[1],
+                "at": r[2],
+                "actor": r[3],
+                "author": r[4],
+                "type": r[5],
+                "version": r[6],
+                "changed": json.loads(r[7]),
+                "parents": json.loads(r[8]) if r[8] is not None else None,
+                "present": bool(r[9]),
+            }
+            for r in rows
+        ]
+
+    def heads(self, kind: Kind, rid: str) -> list[tuple[str, int]]:
+        """(event id, version) of each head of a record's history: the events a new change follows."""
+        with self._mutex:
+            rows = self.conn.execute(
+                "SELECT event_id, version FROM heads WHERE kind=? AND id=? ORDER BY event_id", (kind.name, rid)
+            ).fetchall()
+        return [(r[0], int(r[1])) for r in rows]
+
+    def last_seq(self) -> int:
+        with self._mutex:
+            row = self.conn.execute("SELECT MAX(seq) FROM events").fetchone()
+        return int(row[0] or 0)
+
+    def idempotency(self, key: str) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
+        """(event, remembered answer or None) of a committed edit that used ``key``."""
+        with self._mutex:
+            row = self.conn.execute(
+                "SELECT kind, id, channel, version, fingerprint, at FROM events WHERE idempotency_key=?", (key,)
+            ).fetchone()
+            if row is None:
+                return None
+            answer = self.conn.execute("SELECT answer FROM answers WHERE idempotency_key=?", (key,)).fetchone()
+        event = {
+            "kind": row[0],
+            "id": row[1],
+            "record_channel_id": row[2],
+            "version": row[3],
+            "fingerprint": row[4],
+            "at": row[5],
+        }
+        return event, (json.loads(answer[0]) if answer else None)

@@ -1,0 +1,222 @@
+"""The index's tables, and what each record kind puts in them (query columns, full-text texts)."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from codexmem.store.layout import CHANNEL, CHANNELS_DIR, HANDOFF, ITEM, ITEMS_DIR, NOTE, SCHEMA_FILE, Kind
+
+SCHEMA_VERSION = 13
+
+
+SEQ_FACTOR = 10_000_000_000  # public sequence = epoch * SEQ_FACTOR + local sequence
+
+
+SCHEMA = """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE records(
+  rowid INTEGER PRIMARY KEY,
+  kind TEXT NOT NULL, id TEXT NOT NULL, channel TEXT, path TEXT NOT NULL UNIQUE, dir TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  system_id TEXT, project_id TEXT, workspace_id TEXT, session_id TEXT,
+  status TEXT, type TEXT, importance INTEGER, source TEXT,
+  created_at TEXT, updated_at TEXT,
+  inode INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL, hash TEXT NOT NULL,
+  data TEXT NOT NULL,
+  UNIQUE(kind, channel, id)
+);
+-- One index per query shape the tools issue, so that each answers from the index in order and
+-- stops at its LIMIT instead of sorting every record of a kind (see the planner notes below):
+-- newest of a workspace / of a project (handoffs: bootstrap, get_recent), with a status
+-- (open handoffs), most important then newest (high-value notes), by session (idle recovery,
+-- dedupe), sessions of a workspace by status, items of a channel, records of a folder (scans).
+CREATE INDEX records_ws_time ON records(kind, project_id, workspace_id, created_at, id);
+CREATE INDEX records_proj_time ON records(kind, project_id, created_at, id);
+CREATE INDEX records_ws_status ON records(kind, project_id, workspace_id, status, created_at, id);
+CREATE INDEX records_proj_status ON records(kind, project_id, status, created_at, id);
+CREATE INDEX records_ws_value ON records(kind, project_id, workspace_id, importance, created_at, id);
+CREATE INDEX records_proj_value ON records(kind, project_id, importance, created_at, id);
+CREATE INDEX records_session ON records(session_id, kind, updated_at);
+CREATE INDEX records_status_ws ON records(kind, status, workspace_id, created_at);
+CREATE INDEX records_channel ON records(kind, channel, id);
+CREATE INDEX records_dir ON records(dir, path, inode, mtime_ns, size);
+-- The filter columns of a full-text search, by rowid: a match is checked against them from this
+-- small index instead of from its (large) record row.
+CREATE INDEX records_search ON records(rowid, kind, project_id, workspace_id, status, type, importance);
+-- Two full-text tables over the same text: a plain one for word-prefix queries ("pay"* finds
+-- payment; porter would stem the prefix itself to "pai") and a porter one for stems (validate
+-- finds validation). A search matches either. Handoffs and items have their own pairs: a search
+-- for handoffs reads no note's postings (at 50,000 notes, sharing the notes' tables made it scan
+-- every note that holds a common word to find the newest handoffs), nor a memory search a bug
+-- tracker's long descriptions (and the reverse).
+-- The prefix table keeps prefix indexes for words of 2 to 12 characters: "payment"* then reads
+-- one list instead of merging the lists of every word that starts so (payments, paymentcaptured,
+-- ...), 3-4x faster on a word common in a large store, for ~0.1 ms more per note written.
+CREATE VIRTUAL TABLE fts USING fts5(
+  title, body, extra, tokenize='unicode61 remove_diacritics 2', prefix='2 3 4 5 6 7 8 9 10 11 12'
+);
+CREATE VIRTUAL TABLE fts_stem USING fts5(title, body, extra, tokenize='porter unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE fts_handoffs USING fts5(
+  title, body, extra, tokenize='unicode61 remove_diacritics 2', prefix='2 3 4 5 6 7 8 9 10 11 12'
+);
+CREATE VIRTUAL TABLE fts_handoffs_stem USING fts5(title, body, extra, tokenize='porter unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE fts_items USING fts5(title, body, extra, tokenize='unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE fts_items_stem USING fts5(title, body, extra, tokenize='porter unicode61 remove_diacritics 2');
+CREATE TABLE recheck(path TEXT PRIMARY KEY);
+CREATE TABLE bad_files(
+  path TEXT PRIMARY KEY, dir TEXT NOT NULL, inode INTEGER, mtime_ns INTEGER, size INTEGER, problem TEXT NOT NULL
+);
+CREATE TABLE watch(key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE shards(
+  path TEXT PRIMARY KEY, size INTEGER NOT NULL, consumed INTEGER NOT NULL, mtime_ns INTEGER NOT NULL DEFAULT 0
+);
+-- Every event line ever read, in the order this clone first saw it (seq: what polls hand out).
+-- Events come only from event lines: a checkout that takes a shard away marks its events
+-- absent (present=0) but never retracts them, and nothing is ever made up from the files.
+-- parents is NULL for format 1 lines, which take no part in the history graph.
+CREATE TABLE events(
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  event_id TEXT NOT NULL UNIQUE,
+  at TEXT NOT NULL, actor TEXT NOT NULL, author TEXT, kind TEXT NOT NULL, id TEXT NOT NULL,
+  channel TEXT, type TEXT NOT NULL, version INTEGER NOT NULL, changed TEXT NOT NULL, parents TEXT,
+  idempotency_key TEXT, fingerprint TEXT, shard TEXT, present INTEGER NOT NULL DEFAULT 1
+);
+CREATE INDEX events_record ON events(kind, id, version);
+CREATE INDEX events_channel ON events(channel, seq);
+CREATE INDEX events_shard ON events(shard, present);
+CREATE UNIQUE INDEX events_idem ON events(idempotency_key) WHERE idempotency_key IS NOT NULL;
+-- The history graph of the events present: each event's parents, and each record's heads (the
+-- events no present event follows). A write names the heads as its parents; the time of a
+-- record's last change is its latest head's.
+CREATE TABLE event_parents(parent TEXT NOT NULL, child TEXT NOT NULL);
+CREATE INDEX event_parents_parent ON event_parents(parent);
+CREATE TABLE heads(
+  kind TEXT NOT NULL, id TEXT NOT NULL, event_id TEXT NOT NULL, version INTEGER NOT NULL, at TEXT NOT NULL,
+  deleted INTEGER NOT NULL, PRIMARY KEY(kind, id, event_id)
+);
+CREATE TABLE answers(idempotency_key TEXT PRIMARY KEY, answer TEXT NOT NULL);
+"""
+
+
+PLANNER_STATS: dict[tuple[str, str], str] = {
+    ("records", "sqlite_autoindex_records_1"): "1000000 1",
+    ("records", "sqlite_autoindex_records_2"): "1000000 200000 100000 1",
+    ("records", "records_ws_time"): "1000000 200000 50000 10000 1 1",
+    ("records", "records_proj_time"): "1000000 200000 50000 1 1",
+    ("records", "records_ws_status"): "1000000 200000 50000 10000 3000 1 1",
+    ("records", "records_proj_status"): "1000000 200000 50000 15000 1 1",
+    ("records", "records_ws_value"): "1000000 200000 50000 10000 2000 1 1",
+    ("records", "records_proj_value"): "1000000 200000 50000 10000 1 1",
+    ("records", "records_session"): "1000000 8 3 1",
+    ("records", "records_status_ws"): "1000000 200000 60000 10000 1",
+    ("records", "records_channel"): "1000000 200000 100000 1",
+    ("records", "records_dir"): "1000000 100000 1 1 1 1",
+    ("records", "records_search"): "1000000 1 1 1 1 1 1 1",
+    ("events", "sqlite_autoindex_events_1"): "1000000 1",
+    ("events", "events_record"): "1000000 200000 3 1",
+    ("events", "events_channel"): "1000000 500000 1",
+    ("events", "events_idem"): "1000000 1",
+    ("events", "events_shard"): "1000000 1000 500",
+    ("event_parents", "event_parents_parent"): "1000000 1",
+    ("heads", "sqlite_autoindex_heads_1"): "200000 2 1 1",
+}
+"""``sqlite_stat1`` rows written with the schema: the shape of a large store (rows per key prefix of
+each index), so the planner picks the same, selective plan at any size. Without statistics it
+counts equality columns and, for a dedupe query on session, type and scope, walks every note of
+the workspace by ``records_ws_time`` instead of the few of one session by ``records_session``."""
+
+
+PAGE_CACHE_KIB = 16_000
+"""SQLite's page cache per connection (default 2 MB): enough to keep the hot index pages and the
+full-text postings of common words in memory; bounded, so memory stays flat as the store grows."""
+
+
+FTS_TABLES: dict[str, tuple[str, str]] = {
+    "note": ("fts", "fts_stem"),
+    "handoff": ("fts_handoffs", "fts_handoffs_stem"),
+    "item": ("fts_items", "fts_items_stem"),
+}
+"""Full-text tables (word prefixes, stems) of each searchable kind."""
+
+
+def columns_of(kind: Kind, data: dict[str, Any]) -> dict[str, Any]:
+    """The query columns of one record, taken from its data."""
+    scope = data.get("scope") or {}
+    return {
+        "system_id": scope.get("system_id"),
+        "project_id": scope.get("project_id"),
+        "workspace_id": scope.get("workspace_id"),
+        "session_id": data.get("session_id"),
+        "status": data.get("status"),
+        "type": data.get("type") or data.get("kind") if kind is not CHANNEL else None,
+        "importance": data.get("importance"),
+        "source": data.get("source"),
+        "created_at": data.get("created_at") or data.get("started_at") or data.get("imported_at"),
+        "updated_at": data.get("updated_at"),
+    }
+
+
+def fts_texts(kind: Kind, data: dict[str, Any]) -> tuple[str, str, str] | None:
+    """(title, body, extra) to index for full-text search, or None for kinds not searched."""
+    if kind is NOTE:
+        return data["title"], data["content"], " ".join(data.get("tags", []))
+    if kind is HANDOFF:
+        extra = " ".join(data.get("next_steps", []) + data.get("completed", []) + data.get("open_questions", []))
+        return data["task"], data["summary"], extra
+    if kind is ITEM:
+        # Free text only (the title and values of several words): not option values, dates,
+        # e-mails or identifiers, so the usual edit (status, owner, points, due) leaves the
+        # postings alone instead of rewriting a long description's in both text tables.
+        values = data.get("values", {})
+        texts = [v for v in values.values() if isinstance(v, str) and " " in v.strip()]
+        title = str(values.get("title", ""))
+        return title, " ".join(texts), ""
+    return None
+
+
+RECORD_COLUMNS = (
+    "kind",
+    "id",
+    "channel",
+    "path",
+    "dir",
+    "version",
+    "system_id",
+    "project_id",
+    "workspace_id",
+    "session_id",
+    "status",
+    "type",
+    "importance",
+    "source",
+    "created_at",
+    "updated_at",
+    "inode",
+    "mtime_ns",
+    "size",
+    "hash",
+    "data",
+)
+"""The columns of a record row, in the order :meth:`Index._upsert` fills them."""
+QUERY_COLUMNS = frozenset(RECORD_COLUMNS) - {"path", "dir", "inode", "mtime_ns", "size", "hash", "data"}
+"""The columns a query may filter and order on (names are checked against it: SQL is never built from input)."""
+
+
+def content_hash(raw: bytes) -> str:
+    return hashlib.blake2b(raw, digest_size=12).hexdigest()
+
+
+def check_col(col: str) -> None:
+    if col not in QUERY_COLUMNS:
+        raise ValueError(f"not a query column: {col}")
+
+
+def record_relpath(kind: Kind, rid: str, channel: str | None) -> str:
+    """A record's path in the store, as text: the store checked the ids (and the folders for
+    symlinks) when it wrote the file, so the index does not resolve them again."""
+    if kind is CHANNEL:
+        return f"{CHANNELS_DIR}/{rid}/{SCHEMA_FILE}"
+    if kind is ITEM:
+        return f"{CHANNELS_DIR}/{channel}/{ITEMS_DIR}/{rid}{kind.suffix}"
+    return f"{kind.folder}/{rid}{kind.suffix}"

@@ -1,0 +1,139 @@
+"""``codexmem resolve``: record, as events, what a person changed in the files by hand.
+
+A conflict settled in an editor, a value fixed in a hosting service's web editor, a record added,
+restored or removed with git: the files are right, but no event says so, and ``codexmem check``
+reports each such record. Resolving writes, for each, one event that makes its history agree with
+its file: a ``resolved`` event that follows every head of the record (so two branches' histories
+join), sets the fields whose values the file holds and the history did not, and moves the version
+past every head (the file's version line is rewritten to it); a ``created`` event for a record
+no event knows; a ``deleted`` event for a record whose file is gone. Nobody edits a version.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from codexmem.errors import CodexmemError
+from codexmem.store.check import StoreScan, history_problems, scan_store
+from codexmem.store.history import created_fields, expected_state, record_fields, value_key
+from codexmem.store.layout import ITEM, KINDS, Kind
+from codexmem.store.store import Store, Transaction
+
+RESOLVE_ACTOR = "resolve"
+
+
+@dataclass(frozen=True)
+class Resolution:
+    path: str
+    kind: str
+    record_id: str
+    what: str
+    """``recorded`` (a change), ``created``, ``deleted`` or ``restored``."""
+    fields: tuple[str, ...]
+    version: int
+
+
+def resolve(store: Store) -> list[Resolution]:
+    """Record every change the files hold that no event does; [] when there is nothing to record.
+
+    Refused while any record file cannot be read (conflict markers left in it, say): those must be
+    settled first, or the recorded history would skip them.
+    """
+    scan = scan_store(store.root)
+    readable = {rel for rel, _ in scan.records.values()}
+    unreadable = [f for f in scan.findings if f.level == "error" and _is_record_path(f.path) and f.path not in readable]
+    if unreadable:
+        first = unreadable[0]
+        more = f" (and {len(unreadable) - 1} more)" if len(unreadable) > 1 else ""
+        raise CodexmemError("ERR_INVALID_STATE", f"{first.path}: {first.message}{more}; nothing was recorded")
+    done: list[Resolution] = []
+    with store.transaction(RESOLVE_ACTOR) as txn:
+        for key in sorted(set(scan.records) | set(scan.events)):
+            found = _resolve_one(store, txn, scan, key)
+            if found is not None:
+                done.append(found)
+    return done
+
+
+def _resolve_one(store: Store, txn: Transaction, scan: StoreScan, key: tuple[str, str]) -> Resolution | None:
+    kind_name, rid = key
+    kind = KINDS.get(kind_name)
+    if kind is None:
+        return None
+    events = scan.events.get(key, [])
+    expected = expected_state(events)
+    channel = next((e.get("record_channel_id") for e in events if e.get("record_channel_id")), None)
+    record = scan.records.get(key)
+    if record is None:
+        if expected is None or expected.deleted:
+            return None
+        parents = [h["event_id"] for h in expected.heads]
+        event = _event(store, txn, kind, rid, channel, "deleted", expected.version + 1, {}, parents, None)
+        txn.record(kind, rid, channel, event, None)
+        return Resolution(_path(store, kind, rid, channel), kind_name, rid, "deleted", (), expected.version + 1)
+    rel, data = record
+    channel = data.get("record_channel_id") if kind is ITEM else None
+    fields = record_fields(kind, data)
+    if expected is None:
+        event = _event(store, txn, kind, rid, channel, "created", int(data["version"]), created_fields(fields), [], 0)
+        txn.record(kind, rid, channel, event, None)
+        return Resolution(rel, kind_name, rid, "created", tuple(sorted(fields)), int(data["version"]))
+    if not expected.deleted and not history_problems(kind, data, expected):
+        return None
+    if expected.deleted:
+        values, what = created_fields(fields), "restored"
+    else:
+        values = {}
+        for name in sorted(set(fields) | set(expected.fields)):
+            held, state = fields.get(name), expected.fields.get(name)
+            if state is None:
+                if held not in (None, [], ""):
+                    values[name] = held
+            elif state.conflict or value_key(held) != value_key(state.value):
+                values[name] = held
+        what = "recorded"
+    version = expected.version + 1
+    parents = [h["event_id"] for h in expected.heads]
+    event = _event(store, txn, kind, rid, channel, "resolved", version, values, parents, None)
+    txn.record(kind, rid, channel, event, {**data, "version": version})
+    return Resolution(rel, kind_name, rid, what, tuple(values), version)
+
+
+def _event(
+    store: Store,
+    txn: Transaction,
+    kind: Kind,
+    rid: str,
+    channel: str | None,
+    event_type: str,
+    version: int,
+    values: dict[str, Any],
+    parents: list[str],
+    base: int | None,
+) -> dict[str, Any]:
+    event = store.make_event(
+        txn,
+        kind=kind,
+        rid=rid,
+        channel=channel,
+        event_type=event_type,
+        version=version,
+        changed=list(values),
+        values=values if event_type != "deleted" else None,
+        parents=parents,
+    )
+    if base is not None:
+        event["base"] = base
+    return event
+
+
+def _path(store: Store, kind: Kind, rid: str, channel: str | None) -> str:
+    return store.layout.path(kind, rid, channel).relative_to(store.root).as_posix()
+
+
+def _is_record_path(rel: str) -> bool:
+    return rel.split("/", 1)[0] in {"notes", "handoffs", "sessions", "imports", "channels"}
+
+
+__all__ = ["Resolution", "resolve"]

@@ -1,0 +1,332 @@
+"""A person's first hour with the CLI (issue 18): their files are never overwritten, errors speak the
+CLI's words, exit codes agree, counts are grammatical.
+
+Real repositories (git in temporary folders), real stores, the CLI's ``main`` or the program itself.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from records_fixtures import BUGS_SCHEMA, bugs_store, run_cli
+from store_fixtures import GIT_ENV, make_repo
+
+from codexmem.cli.main import main
+from codexmem.render.agents import BEGIN_MARKER, END_MARKER
+from codexmem.store.init import STORE_GIT_FILES, GitLines, ensure_lines
+from codexmem.store.yamlio import dump_yaml, load_yaml
+
+MCP_WORDS = ("list_record_", "read_record_item", "edit_record_item", "error.fields", "error.item", "memory_")
+NOUNS = "item|note|session|handoff|import|channel|error|warning|record|event|field|file|value|problem|byte|page"
+ONE_PLURAL = re.compile(rf"(?<![\d.,])\b1 (?:{NOUNS})s\b")
+
+
+@pytest.fixture(autouse=True)
+def _no_store_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CODEXMEM_STORE", raising=False)
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` but git's own, by relative path."""
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ".git" not in p.relative_to(root).parts[:1]
+    }
+
+
+def git_status(repo: Path) -> str:
+    done = subprocess.run(["git", "status", "--porcelain"], cwd=repo, env=GIT_ENV, capture_output=True, text=True)
+    return done.stdout
+
+
+# ------------------------------------------------------------------ init never overwrites
+
+
+def test_init_refuses_a_folder_of_someone_elses_files_and_names_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_repo(tmp_path / "app")
+    (repo / ".gitignore").write_text("node_modules/\n.env\nsecrets.txt\n")
+    (repo / ".gitattributes").write_text("*.png binary\n")
+    (repo / "secrets.txt").write_text("hunter2\n")
+    (repo / "package.json").write_text("{}\n")
+    before, status = tree(repo), git_status(repo)
+    monkeypatch.chdir(repo)
+    code, out, err = run(capsys, "init", "--store", ".")
+    assert (code, out) == (2, "")
+    [line] = err.splitlines()
+    assert line.startswith(f"codexmem: error: {repo} holds files and is not a codexmem store (")
+    assert "package.json" in line and "secrets.txt" in line and "--store" in line
+    assert tree(repo) == before and git_status(repo) == status
+    assert "secrets.txt" not in git_status(repo)  # still ignored
+
+
+def test_init_appends_to_a_persons_git_files_once_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_repo(tmp_path / "app")
+    mem = repo / "memory"
+    mem.mkdir()
+    (mem / ".gitattributes").write_bytes(b"*.bin binary\r\n*.psd lfs")  # CRLF, no final newline
+    (mem / ".gitignore").write_bytes(b"/.cache/\n# ours\n")  # one of the lines already there
+    (repo / ".gitignore").write_bytes(b"dist/")
+    monkeypatch.chdir(repo)
+    before = tree(repo)
+    code, out, err = run(capsys, "init", "--store", "memory")
+    assert (code, err) == (0, "")
+    after = tree(repo)
+    assert after[".gitignore"] == b"dist/\n/_site/\n"
+    assert after["memory/.gitattributes"] == (
+        b"*.bin binary\r\n*.psd lfs\r\n# Event shards are append-only: a union merge keeps both sides' lines.\r\n"
+        b"events/**/*.jsonl merge=union\r\n"
+    )
+    assert (
+        after["memory/.gitignore"]
+        == b"/.cache/\n# ours\n# codexmem: local state, never committed\n/.lock\n/.journal/\n"
+    )
+    # Every file created or changed is printed, and nothing else changed.
+    changed = sorted(k for k in after if before.get(k) != after[k])
+    assert changed == [".gitignore", "memory/.gitattributes", "memory/.gitignore", "memory/codexmem.yaml"]
+    lines = out.splitlines()
+    assert lines[:-1] == [
+        "added /.lock, /.journal/ to memory/.gitignore",
+        "added events/**/*.jsonl merge=union to memory/.gitattributes",
+        "created memory/codexmem.yaml",
+        "added /_site/ to .gitignore",
+    ]
+    assert lines[-1].startswith(f"created {mem} for project proj_app_")
+
+
+def test_ensure_lines_adds_each_missing_line_once(tmp_path: Path) -> None:
+    path = tmp_path / ".gitattributes"
+    wanted = GitLines(("a merge=union", "b -diff"), "# why")
+    first = ensure_lines(path, wanted)
+    assert [(c.created, c.added) for c in first] == [(True, ("a merge=union", "b -diff"))]
+    assert path.read_text() == wanted.text() == "# why\na merge=union\nb -diff\n"
+    assert ensure_lines(path, wanted) == []
+    # A line added to the constant later reaches a file that has the others, without the comment again.
+    more = GitLines((*wanted.lines, "c merge=union"), "# why")
+    assert [c.added for c in ensure_lines(path, more)] == [("c merge=union",)]
+    assert path.read_text() == "# why\na merge=union\nb -diff\nc merge=union\n"
+    assert STORE_GIT_FILES[".gitattributes"].lines == ("events/**/*.jsonl merge=union",)
+
+
+def test_a_store_in_a_work_tree_declares_its_project_unless_shared(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = tmp_path / "memory-repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], env=GIT_ENV, check=True)
+    monkeypatch.chdir(repo)
+    code, out, _ = run(capsys, "init", "--store", ".")  # the root of a new repository: only .git there
+    assert code == 0 and "for project proj_memory_repo_" in out
+    [project] = load_yaml((repo / "codexmem.yaml").read_text())["projects"]
+    nested = make_repo(tmp_path / "web")
+    assert run(capsys, "init", "--store", str(nested / "mem"))[0] == 0
+    assert load_yaml((nested / "mem" / "codexmem.yaml").read_text())["projects"][0]["name"] == "web"
+    other = tmp_path / "team"
+    other.mkdir()
+    subprocess.run(["git", "init", "-q", str(other)], env=GIT_ENV, check=True)
+    code, out, _ = run(capsys, "init", "--store", str(other), "--shared")
+    assert code == 0 and "shared store" in out
+    assert "projects" not in load_yaml((other / "codexmem.yaml").read_text())
+    assert project["name"] == "memory-repo"
+
+
+# ------------------------------------------------------------------ agents --out never replaces a person's text
+
+
+def test_agents_out_writes_only_its_marked_block(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = make_repo(tmp_path / "web")
+    assert run(capsys, "init", "--store", str(repo / ".codexmem"))[0] == 0
+    store = ["--store", str(repo / ".codexmem")]
+    target = repo / "AGENTS.md"
+
+    code, out, _ = run(capsys, "agents", *store, "--out", str(target))  # missing: written, as a block
+    assert code == 0 and out == f"wrote {target}\n"
+    text = target.read_text()
+    assert text.startswith(BEGIN_MARKER + "\n") and text.endswith(END_MARKER + "\n")
+    assert run(capsys, "agents", *store, "--out", str(target), "--check")[0] == 0
+
+    ours = b"# Team rules\r\n\r\nAlways run make lint.\r\n\r\n"
+    tail = b"\r\n## Later notes\r\nkeep me  \r\n"
+    stale = text.replace("web", "old-name")
+    target.write_bytes(ours + stale.encode() + tail)
+    assert run(capsys, "agents", *store, "--out", str(target), "--check")[0] == 1
+    code, out, _ = run(capsys, "agents", *store, "--out", str(target))  # with markers: only the block
+    assert code == 0 and "updated the codexmem block" in out
+    assert target.read_bytes() == ours + text.encode() + tail  # every byte around the block kept
+    code, out, err = run(capsys, "agents", *store, "--out", str(target), "--check")
+    assert (code, err) == (0, "")  # hand-written text around the block passes
+
+    hand = tmp_path / "HAND.md"
+    hand.write_bytes(b"# Ours only\n")
+    code, out, err = run(capsys, "agents", *store, "--out", str(hand))  # no markers: left alone
+    assert (code, out) == (2, "")
+    [line] = err.splitlines()
+    assert line.startswith("codexmem: error: ") and "--mode append" in line and "--mode overwrite" in line
+    assert hand.read_bytes() == b"# Ours only\n"
+    code, out, err = run(capsys, "agents", *store, "--out", str(hand), "--check")
+    assert code == 1 and "--mode append" in err
+    assert run(capsys, "agents", *store, "--out", str(hand), "--mode", "append")[0] == 0
+    assert hand.read_text().startswith("# Ours only\n\n" + BEGIN_MARKER)
+    assert run(capsys, "agents", *store, "--out", str(hand), "--check")[0] == 0
+    assert run(capsys, "agents", *store, "--out", str(hand), "--mode", "overwrite")[0] == 0
+    assert hand.read_text() == text
+
+
+# ------------------------------------------------------------------ errors in the CLI's words
+
+
+def test_errors_name_cli_commands_and_the_allowed_values(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root, ids = bugs_store(tmp_path / "s", 2)
+    store = ["--store", str(root)]
+    seen: list[str] = []
+
+    def error(*argv: str) -> str:
+        code, out, err = run(capsys, *argv, *store)
+        assert code == 2 and out == "", err
+        seen.append(err)
+        assert err.startswith("codexmem: error: ") and err.count("codexmem: error: ") == 1
+        return err
+
+    err = error("items", "list", "nope")
+    assert err == "codexmem: error: no channel 'nope'; the channels are bugs (`codexmem channels list`)\n"
+    err = error("items", "rm", "bugs", "item_01JH0000000000000000000000")
+    assert "`codexmem items list bugs` shows its items" in err
+    err = error("items", "edit", "bugs", ids[0], "--json", '{"severity": "Major"}')
+    lines = err.splitlines()
+    assert lines[0] == "codexmem: error: refused, nothing was written: 1 value not accepted"
+    [severity] = [o for o in BUGS_SCHEMA["fields"] if o["key"] == "severity"]
+    shown = ", ".join(f"{o['value']} ({o['label']})" for o in severity["config"]["options"])
+    assert lines[1].endswith(f"; allowed values: {shown}") and len(lines) == 2
+    err = error("items", "edit", "bugs", ids[0], "--json", '{"points": 3}', "--expected-version", "7")
+    assert "--expected-version 1" in err and "codexmem items list bugs" in err
+    err = error(
+        "items", "add", "bugs", "--json", '{"ticket": "T-9", "title": "db password=hunter2hunter2", "status": "new"}'
+    )
+    assert err.splitlines()[1] == "  values.title: looks like a credential (password); remove it or store a reference"
+    assert "hunter2hunter2" not in err
+    for text in seen:
+        assert not any(word in text for word in MCP_WORDS), text
+
+
+def test_store_goes_before_or_after_the_action(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root, _ = bugs_store(tmp_path / "s", 1)
+    for argv in (
+        ["channels", "--store", str(root), "list"],
+        ["channels", "list", "--store", str(root)],
+        ["--store", str(root), "channels", "list"],
+    ):
+        assert run(capsys, *argv) == (0, "bugs\t1 item\tBugs\n", "")
+    code, out, _ = run(capsys, "items", "--store", str(root), "list", "bugs")
+    assert code == 0 and out.splitlines()[-1] == "(1 item)"
+    # Given twice, the one nearer the action wins.
+    code, _, err = run(capsys, "items", "--store", str(tmp_path / "nowhere"), "list", "bugs", "--store", str(root))
+    assert (code, err) == (0, "")
+
+
+def test_limits_are_checked_and_a_short_list_says_how_many_there_are(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root, _ = bugs_store(tmp_path / "s", 3)
+    for bad in ("-1", "0", "many"):
+        with pytest.raises(SystemExit) as exit_info:
+            main(["items", "list", "bugs", "--limit", bad, "--store", str(root)])
+        assert exit_info.value.code == 2
+        err = capsys.readouterr().err.splitlines()
+        assert err[0].startswith("usage: codexmem items list") and len(err) == 2
+        assert err[1].startswith("codexmem: error: argument --limit: must be") and bad in err[1]
+    code, out, _ = run(capsys, "items", "list", "bugs", "--limit", "1", "--store", str(root))
+    assert code == 0 and out.splitlines()[-1] == "(1 of 3 items; raise --limit for more)"
+    code, out, _ = run(capsys, "items", "list", "bugs", "--limit", "9" * 40, "--store", str(root))
+    assert code == 0 and out.splitlines()[-1] == "(3 items)" and len(out.splitlines()) == 5
+
+
+# ------------------------------------------------------------------ which store, and exit codes
+
+
+def test_a_path_that_is_not_a_store_is_explained_with_where_it_came_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_repo(tmp_path / "web")
+    assert run(capsys, "init", "--store", str(repo / ".codexmem"))[0] == 0
+    code, out, err = run(capsys, "check", "--store", str(repo))
+    assert (code, out) == (2, "")
+    assert err == (
+        f"codexmem: error: {repo} (given by --store) is not a store but holds one at {repo / '.codexmem'}: "
+        f"pass --store {repo / '.codexmem'}\n"
+    )
+    bare = make_repo(tmp_path / "api")
+    code, _, err = run(capsys, "summary", "--store", str(bare))
+    assert code == 2 and "is a git repository, not a store" in err and "`codexmem init` inside it" in err
+    monkeypatch.setenv("CODEXMEM_STORE", str(tmp_path / "typo"))
+    code, _, err = run(capsys, "check")
+    assert code == 2
+    assert err.startswith(f"codexmem: error: no store at {tmp_path / 'typo'} (from $CODEXMEM_STORE)")
+    assert "set CODEXMEM_STORE to" in err and "unset it" in err
+    monkeypatch.delenv("CODEXMEM_STORE")
+    monkeypatch.chdir(bare)
+    code, _, err = run(capsys, "check")
+    assert code == 2 and "this repository has no store yet" in err and "run `codexmem init`" in err
+
+
+def test_exit_codes_agree_across_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root, ids = bugs_store(tmp_path / "s", 2)
+    missing = str(tmp_path / "none")
+    for command in (["check"], ["summary"], ["reindex"], ["channels", "list"], ["items", "list", "bugs"], ["agents"]):
+        assert run(capsys, *command, "--store", missing)[0] == 2, command
+    (root / "channels" / "bugs" / "items" / f"{ids[0]}.yaml").write_text("values: [unclosed\n")
+    assert run(capsys, "check", "--store", str(root))[0] == 1  # a finding
+    code, out, _ = run(capsys, "summary", "--store", str(root))  # a report: 0, and it says what is wrong
+    assert code == 0 and "unreadable files: 1 (run `codexmem check`)" in out
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text("utf-8")
+    section = readme.split("### Exit codes", 1)[1].split("\n## ", 1)[0]
+    for code_text in ("| 0 |", "| 1 |", "| 2 |", "| 70 |"):
+        assert code_text in section
+
+
+# ------------------------------------------------------------------ counts
+
+
+def test_counts_are_grammatical(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root, _ = bugs_store(tmp_path / "s", 1)
+    one_field = tmp_path / "one.yaml"
+    one_field.write_text(dump_yaml({"name": "One", "fields": [{"key": "x", "label": "X", "type": "text"}]}))
+    outputs = [
+        run(capsys, "channels", "add", "one", "--schema", str(one_field), "--store", str(root))[1],
+        run(capsys, "channels", "list", "--store", str(root))[1],
+        run(capsys, "items", "list", "bugs", "--store", str(root))[1],
+        run(capsys, "summary", "--store", str(root))[1],
+        run(capsys, "check", "--store", str(root))[1],
+        run(capsys, "reindex", "--store", str(root))[1],
+    ]
+    text = "\n".join(outputs)
+    assert "added channel one (1 field)" in text and "(1 item)" in text and "bugs\t1 item\tBugs" in text
+    assert ONE_PLURAL.findall(text) == [], text
+    assert ONE_PLURAL.findall("(1 items) 1 fields 2 items") == ["1 items", "1 fields"]  # the check itself works
+
+
+def test_cli_secret_refusal_writes_nothing(tmp_path: Path) -> None:
+    root, _ = bugs_store(tmp_path / "s", 0)
+    done = run_cli(
+        "items",
+        "add",
+        "bugs",
+        "--json",
+        '{"ticket": "T-1", "title": "db password=hunter2hunter2", "status": "new"}',
+        "--store",
+        str(root),
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert not list((root / "channels" / "bugs" / "items").glob("*.yaml"))

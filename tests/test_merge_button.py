@@ -1,0 +1,131 @@
+"""Merges as a hosting service's merge button does them: git's plain text merge, no driver.
+
+``* merge`` in ``.git/info/attributes`` overrides the store's ``.gitattributes`` (no field-level
+driver, no ``merge=union``), which is what GitHub's mergeability check and merge button apply.
+What nobody disagreed on must merge with no conflict, ``codexmem check`` must find no error, and
+both sides' changes must be there.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from merge_fixtures import Repo, errors, new_repo
+
+from codexmem.store.layout import NOTE
+from codexmem.store.resolve import resolve
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Repo:
+    repo = new_repo(tmp_path / "shop")
+    repo.as_button()
+    return repo
+
+
+def test_two_pull_requests_from_one_clone_merge_cleanly(repo: Repo) -> None:
+    """Two branches of one clone, each with an agent session writing notes and a status move and a
+    person editing a bug: their event files differ by branch, so neither appends to the other's."""
+    bug = repo.item(title="Totals off by a cent")
+    repo.commit("a bug")
+    repo.branch("feat/totals")
+    scope, session = repo.session("Fix the totals")
+    first = repo.note(scope, session, "Round the sum, not each line")
+    second = repo.note(scope, session, "Invoices are the legal document")
+    repo.status("note", first, "superseded", superseded_by=second)
+    repo.edit(bug, owner="aiko")
+    repo.commit("totals")
+    repo.branch("feat/shipping")
+    scope, session = repo.session("Fix shipping")
+    third = repo.note(scope, session, "Express shipping is taxed")
+    repo.status("note", third, "resolved")
+    repo.edit(bug, severity="s2")
+    repo.commit("shipping")
+
+    repo.checkout("main")
+    assert repo.merge("feat/totals") == []
+    assert repo.merge("feat/shipping") == []
+
+    assert errors(repo.check()) == []
+    index = repo.store().fresh_index()
+    titles = {n["title"]: n["status"] for n in index.select(NOTE)}
+    assert titles == {
+        "Round the sum, not each line": "superseded",
+        "Invoices are the legal document": "active",
+        "Express shipping is taxed": "resolved",
+    }
+    assert repo.values(bug) == {"title": "Totals off by a cent", "status": "new", "owner": "aiko", "severity": "s2"}
+    files = sorted(p.name for p in (repo.store_root / "events").rglob("*.jsonl"))
+    assert files == ["2026-03.feat-shipping.jsonl", "2026-03.feat-totals.jsonl", "2026-03.main.jsonl"]
+
+
+def test_one_record_edited_in_two_fields_as_often_on_each_side_merges(repo: Repo) -> None:
+    bug = repo.item(title="Checkout hangs")
+    repo.commit("a bug")
+    repo.branch("owner")
+    repo.edit(bug, owner="mika")
+    repo.edit(bug, due="2026-03-20")
+    repo.commit("owner and due")
+    repo.branch("triage", "main")
+    repo.edit(bug, status="triaged")
+    repo.edit(bug, points=3)
+    repo.commit("status and points")
+    repo.checkout("main")
+    assert repo.merge("owner") == []
+    assert repo.merge("triage") == []
+    assert errors(repo.check()) == []
+    assert repo.values(bug) == {
+        "title": "Checkout hangs",
+        "status": "triaged",
+        "owner": "mika",
+        "points": 3,
+        "due": "2026-03-20",
+    }
+    assert repo.version(bug) == 3  # both sides made two changes: they agree on the version line
+
+
+def test_different_numbers_of_changes_conflict_on_the_version_line_only(repo: Repo) -> None:
+    """Nobody disagreed on a field; the version lines differ, and ``codexmem resolve`` settles them."""
+    bug = repo.item(title="Coupon lost on Express")
+    repo.commit("a bug")
+    repo.branch("two")
+    repo.edit(bug, owner="aiko")
+    repo.edit(bug, severity="s1")
+    repo.commit("two changes")
+    repo.branch("one", "main")
+    repo.edit(bug, status="triaged")
+    repo.commit("one change")
+    repo.checkout("main")
+    assert repo.merge("two") == []
+    conflicted = repo.merge("one")
+    path = repo.item_path(bug)
+    assert conflicted == [path.relative_to(repo.path).as_posix()]
+    text = path.read_text()
+    assert "<<<<<<< HEAD\n  3\n=======\n  2\n>>>>>>> one\n" in text  # the version line, and nothing else
+    assert text.count("<<<<<<<") == 1
+    # A person takes either version line; resolve sets it from the history.
+    path.write_text(text.replace("<<<<<<< HEAD\n  3\n=======\n  2\n>>>>>>> one\n", "  2\n"))
+    result = repo.check()
+    assert result.errors == []  # nothing is lost: the version line is only not what the history says
+    assert [w.message.split(":")[0] for w in result.warnings] == ["version 2 but its history reaches version 3"]
+    done = resolve(repo.store())
+    assert [(r.record_id, r.what) for r in done] == [(bug, "recorded")]
+    repo.commit("merged")
+    assert errors(repo.check()) == []
+    assert repo.values(bug) == {
+        "title": "Coupon lost on Express",
+        "status": "triaged",
+        "owner": "aiko",
+        "severity": "s1",
+    }
+    assert repo.version(bug) == 4  # past both branches' heads (3 and 2)
+
+
+def test_every_pair_of_fields_merges_cleanly() -> None:
+    """Each field of a bug and of a note changed on one side, another field on the other side."""
+    from bench.merge_pairs import field_pairs
+
+    pairs = field_pairs()
+    assert pairs.total >= 60
+    assert pairs.conflicting == [], f"{len(pairs.conflicting)} of {pairs.total} pairs conflict: {pairs.conflicting}"

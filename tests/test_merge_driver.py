@@ -1,0 +1,134 @@
+"""Local merges with codexmem's driver (``codexmem init`` registers it in the clone).
+
+With the driver, only a true same-field disagreement stops a merge or a rebase; the conflict is
+confined to that field's lines, a person settles it by reading it, and ``codexmem resolve``
+records the settlement.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from merge_fixtures import Repo, errors, new_repo
+
+from codexmem.store.resolve import resolve
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Repo:
+    return new_repo(tmp_path / "shop")
+
+
+def test_init_registers_the_driver_with_an_absolute_command(repo: Repo) -> None:
+    command = repo.git("config", "merge.codexmem.driver").strip()
+    assert command.endswith(" -m codexmem merge-file %O %A %B %P")
+    assert command.split()[0].lstrip("'").startswith("/")
+    attributes = (repo.store_root / ".gitattributes").read_text().splitlines()
+    assert "channels/*/items/*.yaml merge=codexmem" in attributes
+
+
+def test_different_numbers_of_changes_merge_with_the_higher_version(repo: Repo) -> None:
+    bug = repo.item(title="Coupon lost on Express")
+    repo.commit("a bug")
+    repo.branch("two")
+    repo.edit(bug, owner="aiko")
+    repo.edit(bug, severity="s1")
+    repo.commit("two changes")
+    repo.branch("one", "main")
+    repo.edit(bug, status="triaged")
+    repo.commit("one change")
+    repo.checkout("main")
+    assert repo.merge("two") == []
+    assert repo.merge("one") == []
+    assert errors(repo.check()) == []
+    assert repo.version(bug) == 3
+    assert repo.values(bug) == {
+        "title": "Coupon lost on Express",
+        "status": "triaged",
+        "owner": "aiko",
+        "severity": "s1",
+    }
+
+
+def test_a_rebase_replays_memory_changes_without_conflict(repo: Repo) -> None:
+    bug = repo.item(title="Totals off")
+    repo.commit("a bug")
+    repo.branch("mine")
+    repo.edit(bug, owner="ren")
+    repo.commit("owner")
+    repo.edit(bug, points=2)
+    repo.commit("points")
+    repo.checkout("main")
+    repo.edit(bug, status="triaged")
+    repo.commit("status on main")
+    repo.checkout("mine")
+    done = repo.git("rebase", "main", check=False)
+    assert "CONFLICT" not in done
+    assert errors(repo.check()) == []
+    assert repo.values(bug) == {"title": "Totals off", "status": "triaged", "owner": "ren", "points": 2}
+
+
+def test_a_same_field_disagreement_is_confined_to_that_field(repo: Repo) -> None:
+    bug = repo.item(title="Search is slow", owner="aiko")
+    repo.commit("a bug")
+    repo.branch("fixed")
+    repo.edit(bug, status="fixed", points=3)
+    repo.commit("fixed")
+    repo.branch("wontfix", "main")
+    repo.edit(bug, status="wont_fix", owner="mika")
+    repo.commit("won't fix")
+    repo.checkout("main")
+    assert repo.merge("fixed") == []
+    path = repo.item_path(bug)
+    assert repo.merge("wontfix") == [path.relative_to(repo.path).as_posix()]
+    text = path.read_text()
+    # One conflict, around the status field alone; owner and points merged.
+    assert text.count("<<<<<<<") == 1
+    assert "<<<<<<< ours\n  status:\n    fixed\n=======\n  status:\n    wont_fix\n>>>>>>> theirs\n" in text
+    assert "  owner:\n    mika\n" in text and "  points:\n    3\n" in text
+    found = errors(repo.check())
+    assert any("conflict markers" in f and "codexmem resolve" in f for f in found)
+    # The person keeps wont_fix, then records it.
+    start = text.index("<<<<<<< ours")
+    end = text.index(">>>>>>> theirs\n") + len(">>>>>>> theirs\n")
+    path.write_text(text[:start] + "  status:\n    wont_fix\n" + text[end:])
+    found = errors(repo.check())
+    assert any("status was changed on two branches" in f for f in found)
+    [done] = resolve(repo.store())
+    assert done.record_id == bug and done.fields == ("status",)
+    repo.commit("merged")
+    assert errors(repo.check()) == []
+    assert repo.values(bug) == {"title": "Search is slow", "status": "wont_fix", "owner": "mika", "points": 3}
+
+
+def test_a_note_body_changed_in_two_places_merges_as_text(repo: Repo) -> None:
+    scope, session = repo.session()
+    note = repo.note(scope, session, "Payment enum", content="First part.\n\nMiddle part.\n\nLast part.")
+    repo.commit("a note")
+    path = repo.store_root / "notes" / f"{note}.md"
+    repo.branch("first")
+    path.write_text(path.read_text().replace("First part.", "First part, checked."))
+    resolve(repo.store())
+    repo.commit("first")
+    repo.branch("last", "main")
+    path.write_text(path.read_text().replace("Last part.", "Last part, checked."))
+    resolve(repo.store())
+    repo.commit("last")
+    repo.checkout("main")
+    assert repo.merge("first") == []
+    assert repo.merge("last") == []
+    assert "First part, checked.\n\nMiddle part.\n\nLast part, checked." in path.read_text()
+    assert errors(repo.check()) == []
+
+
+def test_files_that_are_not_records_get_gits_own_text_merge(repo: Repo, tmp_path: Path) -> None:
+    """The driver never does worse than git: a file it does not know is merged as text."""
+    from codexmem.store.merge import merge_file
+
+    base, ours, theirs = (tmp_path / n for n in ("base", "ours", "theirs"))
+    base.write_text("a\nb\nc\n")
+    ours.write_text("A\nb\nc\n")
+    theirs.write_text("a\nb\nC\n")
+    assert merge_file(base, ours, theirs, "docs/notes.txt") == 0
+    assert ours.read_text() == "A\nb\nC\n"

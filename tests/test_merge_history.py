@@ -1,0 +1,110 @@
+"""History is a graph of events, and events come only from event lines.
+
+Two branches that each changed a record add two version-2 events; merged correctly, that is no
+error, and the next change follows both. Checkouts, merges and reindexing never make an event up:
+the change feed of a clone does not depend on which branches it happened to check out.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from merge_fixtures import Repo, errors, new_repo
+
+from codexmem.errors import CodexmemError
+from codexmem.records import service
+from codexmem.store.layout import ITEM
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Repo:
+    return new_repo(tmp_path / "shop")
+
+
+def _poll(repo: Repo, since: int = 0) -> list[dict[str, object]]:
+    return service.poll_events(repo.store(), since=since, channel_id=None, limit=500).events
+
+
+def test_two_version_2_events_merged_correctly_are_no_error_and_the_next_change_joins_them(repo: Repo) -> None:
+    bug = repo.item(title="Two branches")
+    repo.commit("a bug")
+    repo.branch("a")
+    repo.edit(bug, owner="aiko")
+    repo.commit("owner")
+    repo.branch("b", "main")
+    repo.edit(bug, points=5)
+    repo.commit("points")
+    repo.checkout("main")
+    repo.merge("a")
+    repo.merge("b")
+    assert errors(repo.check()) == []
+    twos = [e for e in repo.events() if e["id"] == bug and e["version"] == 2]
+    assert len(twos) == 2 and twos[0]["parents"] == twos[1]["parents"]  # siblings: parallel, not in sequence
+    store = repo.store()
+    assert sorted(eid for eid, _ in store.fresh_index().heads(ITEM, bug)) == sorted(e["event_id"] for e in twos)
+    repo.edit(bug, status="triaged")
+    [three] = [e for e in repo.events() if e["id"] == bug and e["version"] == 3]
+    assert sorted(three["parents"]) == sorted(e["event_id"] for e in twos) and three["base"] == 2
+    assert [eid for eid, _ in repo.store().fresh_index().heads(ITEM, bug)] == [three["event_id"]]
+    assert errors(repo.check()) == []
+
+
+def test_checkouts_never_make_events_up_and_switched_away_events_stay_delivered(repo: Repo) -> None:
+    bug = repo.item(title="On main")
+    repo.commit("a bug")
+    repo.branch("feature")
+    other = repo.item(title="Only on the feature branch")
+    repo.edit(bug, owner="ren")
+    repo.commit("feature work")
+    on_feature = {e["event_id"] for e in repo.events()}
+    repo.checkout("main")
+    seen_on_main = {e["event_id"] for e in _poll(repo)}
+    assert seen_on_main == on_feature  # the feature's events stay delivered: nothing is retracted
+    assert all(e["type"] != "deleted" for e in _poll(repo))  # and nothing is made up for the missing item
+    for branch in ("feature", "main", "feature"):
+        repo.checkout(branch)
+        feed = [e["event_id"] for e in _poll(repo)]
+        assert len(feed) == len(set(feed)) and set(feed) == on_feature
+    # After switching back and forth, the feed is what a rebuild of the index gives.
+    repo.store().index.rebuild()
+    assert {e["event_id"] for e in _poll(repo)} == on_feature
+    assert repo.store().fresh_index().get(ITEM, other, "bugs") is not None
+
+
+def test_a_merges_incoming_events_appear_in_the_feed_exactly_once(repo: Repo, tmp_path: Path) -> None:
+    bug = repo.item(title="Shared")
+    repo.commit("a bug")
+    clone = Repo(tmp_path / "other")
+    repo.git("clone", "-q", str(repo.path), str(clone.path))
+    clone.git("config", "user.name", "Bob Jones")
+    clone.git("config", "user.email", "bob@example.com")
+    clone.branch("bob")
+    clone.edit(bug, severity="s3")
+    clone.commit("severity")
+    before = _poll(repo)
+    cursor = int(before[-1]["seq"])  # type: ignore[arg-type]
+    repo.git("fetch", "-q", str(clone.path), "bob:bob")
+    repo.merge("bob")
+    incoming = _poll(repo, cursor)
+    assert [e["type"] for e in incoming] == ["updated"]
+    again = _poll(repo, cursor)
+    assert [e["event_id"] for e in again] == [e["event_id"] for e in incoming]
+    feed = [e["event_id"] for e in _poll(repo)]
+    assert len(feed) == len(set(feed))
+
+
+def test_a_cursor_survives_checkouts_and_expires_with_a_rebuild(repo: Repo) -> None:
+    bug = repo.item(title="Cursor")
+    repo.commit("a bug")
+    cursor = int(_poll(repo)[-1]["seq"])  # type: ignore[arg-type]
+    repo.branch("b")
+    repo.edit(bug, points=1)
+    repo.commit("points")
+    repo.checkout("main")
+    repo.checkout("b")
+    assert [e["type"] for e in _poll(repo, cursor)] == ["updated"]
+    repo.store().index.rebuild()
+    with pytest.raises(CodexmemError) as caught:
+        _poll(repo, cursor)
+    assert caught.value.code == "ERR_CURSOR_EXPIRED" and "next_since" in caught.value.extra
