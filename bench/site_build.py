@@ -1,31 +1,44 @@
-"""Measure ``codexmem site`` on a large store and on store-example.
+"""Measure ``codexmem site`` at 1,000, 5,000 and 10,000 notes (each with a channel of as many items).
 
-Generates a store of 2,000 notes (with the sessions, handoffs and imports around them) and a
-2,000-item bug tracker channel through ``Store.transaction`` (many puts per transaction), then
-measures a full build, an incremental build after one note changes, and the output (files and
-size), and does the same for a copy of ``store-example/`` (copied so its folder is not touched).
+    .venv/bin/python -m bench.site_build [--sizes 1000,5000,10000] [--keep DIR] [--no-browser]
 
-    .venv/bin/python bench/site_build.py [--notes 2000] [--items 2000] [--keep DIR]
+For each size it generates a store (notes with the sessions, handoffs and imports around them,
+and a bug tracker channel, through ``Store.transaction``, many puts per transaction), then runs
+each build in a fresh process, as a person runs ``codexmem site``:
 
-Prints a Markdown table. Render and Pagefind times are given apart: the render is incremental,
-Pagefind always indexes the whole folder.
+* cold: an empty output folder and no manifest;
+* no change: the same build again;
+* one change: one note's body edited, then the build (its search part indexed again).
+
+Each row gives the wall time, the render time (pages written; search parts are indexed meanwhile),
+the time search added after the last page, the build process's own peak memory
+(``ru_maxrss``) and the peak of its Pagefind children beside it, and the largest HTML page.
+Then, in Chromium through Playwright, the 10,000-item channel (the largest size's): the bytes of
+its first view, the time to load every row, and the median time of a sort and of a filter from
+the click to the redrawn table, and that page 2 holds rows 101-200.
+
+The stores are kept under ``--keep`` (default: a temporary folder, removed at the end).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
+import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from codexmem.models.records import Handoff, ImportAudit, Item, Note, ScopeRef, Session
-from codexmem.render.site import BuildReport, build_site
+from codexmem.render.site import build_site
 from codexmem.store.layout import CHANNEL, HANDOFF, IMPORT, ITEM, NOTE, SESSION
 from codexmem.store.store import Store
 from codexmem.store.yamlio import dump_yaml
@@ -251,11 +264,7 @@ def _id(prefix: str, at: datetime, rng: random.Random) -> str:
 
 
 def change_one_note(store: Store) -> str:
-    """Edit one note a minute after the store's latest event, as a team's next change would be.
-
-    (A change stamped months later would also move the default ``now`` far enough to change
-    every item's ``days_since`` formula, which measures formulas rather than incrementality.)
-    """
+    """Edit one note's body, stamped a minute after the store's latest event."""
     index = store.fresh_index()
     note = index.select(NOTE, order=[("id", False)], limit=1)[0]
     latest = max(e["at"] for e in index.events_after(0, limit=1_000_000))
@@ -269,76 +278,178 @@ def change_one_note(store: Store) -> str:
     return str(note["note_id"])
 
 
-def du(folder: Path) -> tuple[str, int]:
-    """Disk usage as ``du -sh`` reports it (4 KiB blocks) and the bytes of the files, and the file count."""
-    on_disk = subprocess.run(["du", "-sh", str(folder)], capture_output=True, text=True, check=True).stdout.split()[0]
-    files = [p for p in folder.rglob("*") if p.is_file()]
-    apparent = sum(p.stat().st_size for p in files) / 1e6
-    return f"{on_disk} ({apparent:.1f} MB in files)", len(files)
-
-
-def measure(name: str, store: Store, out: Path) -> dict[str, Any]:
-    records = sum(store.fresh_index().count(k) for k in (SESSION, NOTE, HANDOFF, IMPORT, ITEM))
+def build_once(store_path: Path, out: Path, full: bool) -> dict[str, Any]:
+    """One build in this process (run in a child by :func:`measure`): its report and peaks."""
     started = time.perf_counter()
-    full = build_site(store, out, full=True)
-    full_total = time.perf_counter() - started
-    change_one_note(store)
-    started = time.perf_counter()
-    incremental = build_site(store, out)
-    incremental_total = time.perf_counter() - started
-    size, files = du(out)
+    report = build_site(Store(store_path), out, full=full)
+    total = time.perf_counter() - started
+    self_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    children_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    largest = max(((p.stat().st_size, p.relative_to(out).as_posix()) for p in out.rglob("*.html")), default=(0, ""))
     return {
-        "name": name,
-        "records": records,
-        "full": full,
-        "full_total": full_total,
-        "inc": incremental,
-        "inc_total": incremental_total,
-        "size": size,
-        "files": files,
+        "total": total,
+        "render": report.seconds,
+        "search": report.search_seconds or 0.0,
+        "files": report.pages,
+        "written": report.written,
+        "parts": report.search.parts if report.search else 0,
+        "indexed": report.search.indexed if report.search else 0,
+        "pages_indexed": report.search.pages_indexed if report.search else 0,
+        "self_mb": self_kb / 1024,
+        "pagefind_mb": children_kb / 1024,
+        "largest_kb": largest[0] / 1024,
+        "largest": largest[1],
     }
 
 
-def _row(r: dict[str, Any]) -> str:
-    full: BuildReport = r["full"]
-    inc: BuildReport = r["inc"]
+def measure(store_path: Path, out: Path, *, full: bool) -> dict[str, Any]:
+    """A build in a fresh process, as ``codexmem site`` runs: its figures as JSON."""
+    args = [sys.executable, "-m", "bench.site_build", "--build-once", str(store_path), str(out)]
+    done = subprocess.run([*args, "--full"] if full else args, capture_output=True, text=True, check=True)
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def du(folder: Path) -> tuple[float, int]:
+    files = [p for p in folder.rglob("*") if p.is_file()]
+    return sum(p.stat().st_size for p in files) / 1e6, len(files)
+
+
+def _row(size: int, step: str, r: dict[str, Any]) -> str:
     return (
-        f"| {r['name']} | {r['records']:,} | {full.pages:,} | {full.seconds:.2f} s | {full.search_seconds or 0:.2f} s"
-        f" | {r['full_total']:.2f} s | {inc.seconds:.2f} s ({inc.written} written, {inc.markdown} Markdown)"
-        f" | {inc.search_seconds or 0:.2f} s | {r['inc_total']:.2f} s | {r['size']} | {r['files']:,} |"
+        f"| {size:,} | {step} | {r['total']:.2f} s | {r['render']:.2f} s | {r['search']:.2f} s"
+        f" ({r['indexed']} of {r['parts']} parts, {r['pages_indexed']:,} pages) | {r['written']:,} of {r['files']:,}"
+        f" | {r['self_mb']:.0f} MB | {r['pagefind_mb']:.0f} MB | {r['largest_kb']:.0f} KB |"
     )
+
+
+# ------------------------------------------------------------------ the channel in Chromium
+
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def browser_figures(site: Path, runs: int = 7) -> dict[str, Any]:
+    """First view, load, sort and filter of the ``bugs`` channel, in Chromium through Playwright."""
+    from playwright.sync_api import sync_playwright
+
+    from codexmem.render.site.serve import make_server
+
+    server = make_server(site, port=0, prefix="/site/", quiet=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/site/channels/bugs/"
+    first_view = (site / "channels/bugs/index.html").stat().st_size
+    out: dict[str, Any] = {"first_view_kb": first_view / 1024}
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
+            page = browser.new_page()
+            page.goto(url)
+            started = time.perf_counter()
+            page.evaluate(
+                "() => new Promise(r => { const t = setInterval(() => {"
+                " if (performance.getEntriesByType('resource').filter(e => e.name.includes('.json')).length"
+                " >= JSON.parse(document.querySelector('[data-table]').dataset.chunks).length)"
+                " { clearInterval(t); r(); } }, 5); })"
+            )
+            out["load_all_ms"] = (time.perf_counter() - started) * 1000
+            out["rows"] = page.evaluate("document.querySelector('[data-table]').dataset.total")
+            sorts, filters = [], []
+            for n in range(runs):
+                sorts.append(_timed(page, "document.querySelector('#items thead th[data-key=points] button').click()"))
+                value = ("fixed", "new")[n % 2]
+                filters.append(
+                    _timed(
+                        page,
+                        "(() => { const s = document.querySelector('select[name=status]');"
+                        f" s.value = '{value}'; s.dispatchEvent(new Event('change')); }})()",
+                    )
+                )
+            out["sort_ms"] = statistics.median(sorts)
+            out["filter_ms"] = statistics.median(filters)
+            page.goto(url + "?page=2")
+            page.wait_for_function("!document.querySelector('[aria-busy=true]')")
+            count = page.inner_text("[data-count]")
+            out["page_2"] = count
+            browser.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+    return out
+
+
+def _timed(page: Any, action: str) -> float:
+    """Milliseconds from the action to the table redrawn (the list's drawn event), in the page's clock."""
+    ms: float = page.evaluate(
+        "(action) => new Promise(resolve => {"
+        " const t0 = performance.now();"
+        " document.addEventListener('table:drawn', () => requestAnimationFrame(() => resolve(performance.now() - t0)),"
+        " {once: true});"
+        " (0, eval)(action); })",
+        action,
+    )
+    return ms
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--notes", type=int, default=2000)
-    parser.add_argument("--items", type=int, default=2000)
+    parser.add_argument("--sizes", default="1000,5000,10000", help="note counts (each with as many items)")
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it (default: a temporary one)")
+    parser.add_argument("--no-browser", action="store_true", help="skip the Chromium measurement")
+    parser.add_argument("--build-once", nargs=2, type=Path, metavar=("STORE", "OUT"), help=argparse.SUPPRESS)
+    parser.add_argument("--full", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.build_once:
+        print(json.dumps(build_once(args.build_once[0], args.build_once[1], args.full)))
+        return 0
     work = args.keep or Path(tempfile.mkdtemp(prefix="site-bench-"))
-    results = []
+    rows = []
+    browser: dict[str, Any] = {}
     try:
-        started = time.perf_counter()
-        store = generate(work / "big", notes=args.notes, items=args.items)
-        print(
-            f"generated {args.notes:,} notes and {args.items:,} items in {time.perf_counter() - started:.1f} s",
-            file=sys.stderr,
-        )
-        results.append(measure(f"{args.notes:,} notes + {args.items:,} items", store, work / "big_site"))
-        example = REPO / "store-example"
-        if (example / "codexmem.yaml").is_file():
-            shutil.copytree(example, work / "example", ignore=shutil.ignore_patterns(".cache", ".lock"))
-            results.append(measure("store-example", Store(work / "example"), work / "example_site"))
+        sizes = [int(s) for s in args.sizes.split(",")]
+        for size in sizes:
+            root = work / f"store-{size}"
+            if not (root / "codexmem.yaml").is_file():
+                started = time.perf_counter()
+                generate(root, notes=size, items=size)
+                print(f"generated {size:,} notes and items in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+            out = work / f"site-{size}"
+            shutil.rmtree(out, ignore_errors=True)
+            shutil.rmtree(root / ".cache" / "site", ignore_errors=True)
+            rows.append((size, "cold", measure(root, out, full=True)))
+            rows.append((size, "no change", measure(root, out, full=False)))
+            change_one_note(Store(root))
+            rows.append((size, "one note edited", measure(root, out, full=False)))
+            mb, files = du(out)
+            print(f"{size:,}: {files:,} files, {mb:.1f} MB", file=sys.stderr)
+            if size == max(sizes) and not args.no_browser:
+                browser = browser_figures(out)
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
     print(
-        "| store | records | pages | full render | Pagefind | full total | incremental render | Pagefind"
-        " (whole folder) | incremental total | size | files |"
+        "| notes (and items) | build | wall | render | search after the pages | files written | codexmem peak"
+        " | Pagefind peak | largest page |"
     )
-    print("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|")
-    for r in results:
-        print(_row(r))
+    print("|---:|---|---:|---:|---|---:|---:|---:|---:|")
+    for size, step, r in rows:
+        print(_row(size, step, r))
+    if browser:
+        print()
+        print(
+            f"Channel of {int(browser['rows']):,} items in Chromium: first view"
+            f" {browser['first_view_kb']:.0f} KB of HTML;"
+            f" every row loaded {browser['load_all_ms']:.0f} ms after the page; sort {browser['sort_ms']:.1f} ms,"
+            f" filter {browser['filter_ms']:.1f} ms (median of 7, click to redrawn table); ?page=2 shows"
+            f' "{browser["page_2"]}"'
+        )
     return 0
 
 

@@ -71,6 +71,7 @@ BUGS_SCHEMA: dict[str, Any] = {
     "description": f"Bug tracker {SVG}",
     "version": 1,
     "fields": [
+        {"key": "ticket", "label": "Ticket", "type": "text", "is_unique": True},
         {"key": "title", "label": "Title", "type": "text", "is_required": True},
         {"key": "status", "label": "Status", "type": "select", "config": {"options": STATUS}},
         {"key": "owner", "label": f"Owner {SVG}", "type": "select", "config": {"options": OWNER}},
@@ -79,6 +80,7 @@ BUGS_SCHEMA: dict[str, Any] = {
         {"key": "link", "label": "Link", "type": "url"},
         {"key": "blocks", "label": "Blocks", "type": "relation", "config": {"channel": "bugs"}},
         {"key": "due", "label": "Due", "type": "date"},
+        {"key": "notes", "label": "Notes", "type": "text"},
         {
             "key": "age_days",
             "label": "Age (days)",
@@ -197,6 +199,17 @@ def _memory(fx: Fixture) -> None:
         "[data](data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==)\n\n**bold** and `code`.\n",
         file_paths=[f"src/{SVG}.ts", "../../etc/passwd"],
     )
+    note(
+        "Links to other records",
+        s_web2,
+        WEB,
+        12,
+        type="discovery",
+        content=f"Follows {new} and [the old rule]({old}); the bug is BUG-0002 (and `BUG-0001`).\n\n"
+        "- [x] reproduce\n- [ ] fix\n\nBare https://tracker.example/42 link.[^1]\n\n"
+        '```python\ndef retry(n: int) -> str:\n    return "<script>"  # comment\n```\n\n'
+        "[^1]: A footnote.\n",
+    )
     # The old note is superseded by the new one: two more versions with status moves.
     with store.transaction(s_web2, at=ts(12, 11)) as txn:
         cur = txn.get(NOTE, old)
@@ -274,7 +287,13 @@ def _channel(fx: Fixture) -> None:
     ]
     for n, (title, status, owner, labels, points, due) in enumerate(rows):
         iid = new_id("item")
-        values: dict[str, Any] = {"title": title, "status": status, "labels": labels, "points": points}
+        values: dict[str, Any] = {
+            "ticket": f"BUG-{n + 1:04d}",
+            "title": title,
+            "status": status,
+            "labels": labels,
+            "points": points,
+        }
         if owner:
             values["owner"] = owner
         if due:
@@ -292,6 +311,8 @@ def _channel(fx: Fixture) -> None:
         )
         _put(store, ITEM, item, ts(13 + n))
         fx.items[title] = iid
+    linked = fx.notes["Use generated enum metadata"]
+    edit_item(fx, "Enum mismatch on payment", {"notes": f"Same cause as BUG-0001; see {linked}."}, ts(18, 8))
     edit_item(fx, "Submit button stays disabled", {"status": "fixed"}, ts(19))
     edit_item(fx, "Submit button stays disabled", {"points": 5, "owner": "ren"}, ts(19, 12))
 
@@ -325,3 +346,28 @@ def edit_note(fx: Fixture, title: str, changes: dict[str, Any], at: str) -> int:
             changed=sorted(changes),
         )
     return version
+
+
+def add_channel(fx: Fixture, channel: str, count: int) -> list[str]:
+    """A second channel of ``count`` items (the bugs schema), written in one transaction: for paging."""
+    schema = {**BUGS_SCHEMA, "record_channel_id": channel, "name": f"Big {channel}"}
+    schema["fields"] = [f for f in BUGS_SCHEMA["fields"] if f["key"] != "blocks"]
+    statuses = [o["value"] for o in STATUS]
+    ids: list[str] = []
+    with fx.store.transaction(ACTOR, at=ts(20)) as txn:
+        txn.put(CHANNEL, schema, event_type="created", changed=[])
+        for n in range(count):
+            iid = new_id("item")
+            values = {
+                "ticket": f"BIG-{n + 1:04d}",
+                "title": f"Big item number {n + 1}",
+                "status": statuses[n % 3],
+                "points": (n * 7) % 14,
+                "labels": ["api"] if n % 5 == 0 else [],
+            }
+            item = Item(
+                item_id=iid, record_channel_id=channel, version=1, created_at=ts(20), updated_at=ts(20), values=values
+            )
+            txn.put(ITEM, item, event_type="created", changed=[])
+            ids.append(iid)
+    return ids

@@ -11,14 +11,16 @@ import shutil
 import threading
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
-from site_fixtures import NOW, SCRIPT, SVG, Fixture, make_store
+from site_fixtures import NOW, SCRIPT, SVG, Fixture, add_channel, make_store
 
 from codexmem.cli.site_cmd import parse_now
 from codexmem.render.site import build_site
 from codexmem.render.site.serve import make_server
+from codexmem.render.site.tables import PAGE_ROWS
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [
@@ -31,6 +33,9 @@ ARGS = [
     "--no-first-run",
 ]
 PREFIX = "/repo/"
+BIG = 2 * PAGE_ROWS + 20
+"""Items in the second channel: three pages, the last one short."""
+AXE = Path(__file__).parent / "vendor" / "axe-core" / "axe.min.js"
 
 pytestmark = [
     pytest.mark.browser,
@@ -41,6 +46,7 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Fixture, str]]:
     fx = make_store(tmp_path_factory.mktemp("browser") / "store")
+    fx.items.update({f"big-{n}": iid for n, iid in enumerate(add_channel(fx, "big", BIG))})
     out = fx.store.root.parent / "_site"
     build_site(fx.store, out, now=parse_now(NOW))
     server = make_server(out, port=0, prefix=PREFIX, quiet=True)
@@ -122,24 +128,66 @@ def test_backlink_leads_from_a_note_to_the_handoff_that_lists_it(site: tuple[Fix
     assert tab.errors == []
 
 
-def test_search_finds_records_with_pagefind(site: tuple[Fixture, str], tab: Watched) -> None:
+def _results(page: Any) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = page.eval_on_selector_all(
+        "[data-search-results] .result",
+        """rows => rows.map(r => ({
+            title: r.querySelector('a').textContent,
+            href: r.querySelector('a').getAttribute('href'),
+            labels: Array.from(r.querySelectorAll('.label')).map(l => l.textContent),
+            excerpt: (r.querySelector('.excerpt') || {}).textContent || ''
+        }))""",
+    )
+    return items
+
+
+def test_search_results_say_what_they_found(site: tuple[Fixture, str], tab: Watched) -> None:
     fx, base = site
     page = tab.page
     page.goto(base)
     page.fill("form.find input[name=q]", "enum")
     page.press("form.find input[name=q]", "Enter")
     page.wait_for_url(re.compile(r".*/repo/search/\?q=enum$"))
-    message = page.locator(".pagefind-ui__message")
-    message.filter(has_text=re.compile(r"^\d[\d,]* results? for")).wait_for(timeout=15_000)
-    assert not message.inner_text().startswith("Searching")
-    links = page.locator(".pagefind-ui__result-link")
-    assert links.count() >= 3
-    hrefs = [links.nth(i).get_attribute("href") or "" for i in range(links.count())]
-    assert all(h.startswith(PREFIX) for h in hrefs), hrefs  # results stay under the sub-path
-    titles = page.locator(".pagefind-ui__result-title").all_inner_texts()
-    assert "Use generated enum metadata" in titles
-    links.filter(has_text="Use generated enum metadata").first.click()
+    status = page.locator("[data-search-status]")
+    status.filter(has_text=re.compile(r"^\d[\d,]* results? for")).wait_for(timeout=15_000)
+    assert page.locator("form.find input[name=q]").input_value() == "enum"  # the header keeps the query
+    results = _results(page)
+    assert len(results) >= 3
+    assert all(r["href"].startswith(PREFIX) for r in results), results  # links stay under the sub-path
+    by_title = {r["title"]: r for r in results}
+    assert by_title["Use generated enum metadata"]["labels"] == ["Note · decision", "order-web", "active"]
+    handoff = by_title["Finish order validation"]
+    assert handoff["labels"] == ["Handoff · final", "order-web", "open"]
+    bug = by_title["BUG-0002 Enum mismatch on payment"]  # the ticket is in the item's title
+    assert bug["labels"] == ["Item", "Bugs", "New"]
+    assert all("#" not in r["excerpt"] for r in results)  # no tag noise
+    assert all(" · " not in r["excerpt"] for r in results)  # nor the labels: they are metadata, not text
+    page.locator("[data-search-results] a", has_text="Use generated enum metadata").click()
     page.wait_for_url(f"{base}notes/{fx.notes['Use generated enum metadata']}/")
+    assert tab.errors == []
+
+
+def test_header_search_shows_results_as_you_type_and_keys_move_through_them(
+    site: tuple[Fixture, str], tab: Watched
+) -> None:
+    _, base = site
+    page = tab.page
+    page.goto(f"{base}channels/")
+    box = page.locator("form.find input[name=q]")
+    box.click()
+    box.type("backend", delay=20)
+    dropdown = page.locator("[data-find-results]")
+    dropdown.locator(".result").first.wait_for(timeout=15_000)
+    assert box.get_attribute("aria-expanded") == "true"
+    titles = dropdown.locator(".result a").all_inner_texts()
+    assert "Backend rejects legacy payment aliases" in titles
+    page.keyboard.press("ArrowDown")
+    focused = page.evaluate("document.activeElement.textContent")
+    assert focused == titles[0]
+    page.keyboard.press("Escape")
+    assert dropdown.is_hidden()
+    box.press("Enter")
+    page.wait_for_url(re.compile(r".*/repo/search/\?q=backend$"))
     assert tab.errors == []
 
 
@@ -168,12 +216,16 @@ def test_injected_payloads_run_nothing(site: tuple[Fixture, str], tab: Watched) 
     assert tab.dialogs == [] and tab.errors == []
 
 
-def _column(page: Any, index: int) -> list[str]:
-    """The visible rows' texts in one column, in their current order."""
+def _column(page: Any, index: int, table: str = "items") -> list[str]:
+    """The shown rows' texts in one column, in their current order."""
     texts: list[str] = page.eval_on_selector_all(
-        "#items tbody tr:not([hidden])", f"rows => rows.map(r => r.cells[{index}].innerText.trim())"
+        f"#{table} tbody tr", f"rows => rows.map(r => r.cells[{index}].innerText.trim())"
     )
     return texts
+
+
+def _settled(page: Any) -> None:
+    page.wait_for_function("!document.querySelector('[aria-busy=true]')")
 
 
 def test_channel_table_sorts_and_filters(site: tuple[Fixture, str], tab: Watched) -> None:
@@ -181,26 +233,101 @@ def test_channel_table_sorts_and_filters(site: tuple[Fixture, str], tab: Watched
     page = tab.page
     page.goto(f"{base}channels/bugs/")
     headers = page.locator("#items thead th").all_inner_texts()
-    points = headers.index("Points")
+    points = [h.rstrip(" ↕↑↓") for h in headers].index("Points")
     page.locator("#items thead th button", has_text="Points").click()
+    _settled(page)
     assert _column(page, points) == ["1", "2", "5", "5", "8"]
+    assert "sort=points" in page.url
     page.locator("#items thead th button", has_text="Points").click()
+    _settled(page)
     assert _column(page, points) == ["8", "5", "5", "2", "1"]
+    assert "sort=-points" in page.url
     page.locator("#items thead th button", has_text="Title").click()
+    _settled(page)
     titles = _column(page, 0)
     assert titles == sorted(titles, key=str.lower)
 
-    page.select_option("select[data-filter=status]", "fixed")
+    page.select_option("select[name=status]", "fixed")
+    _settled(page)
     assert sorted(_column(page, 0)) == ["Retry storm on timeout", "Submit button stays disabled"]
-    assert page.locator("[data-row-count]").inner_text() == "2 of 5 rows"
-    page.select_option("select[data-filter=owner]", "ren")
+    assert page.locator("[data-count]").inner_text() == "2 items (filtered from 5)."
+    page.select_option("select[name=owner]", "ren")
+    _settled(page)
     assert _column(page, 0) == ["Submit button stays disabled"]
-    page.select_option("select[data-filter=status]", "")
-    page.select_option("select[data-filter=owner]", "")
-    page.select_option("select[data-filter=labels]", "api")  # multi-select: any row carrying it
+    page.select_option("select[name=status]", "")
+    page.select_option("select[name=owner]", "")
+    page.select_option("select[name=labels]", "api")  # multi-select: any row carrying it
+    _settled(page)
     assert len(_column(page, 0)) == 3
-    page.click("[data-filter-reset]")
+    page.fill("[data-tools] input[name=q]", "alias")
+    page.wait_for_function("document.querySelectorAll('#items tbody tr').length === 1")
+    assert _column(page, 0) == ["Old alias still accepted"]
+    page.click("[data-reset]")
+    _settled(page)
     assert len(_column(page, 0)) == 5
+    assert "status=" not in page.url and "q=" not in page.url
+    assert tab.errors == []
+
+
+def test_the_url_keeps_filters_sort_and_page_through_back_and_reload(site: tuple[Fixture, str], tab: Watched) -> None:
+    fx, base = site
+    page = tab.page
+    page.goto(f"{base}channels/bugs/")
+    page.select_option("select[name=status]", "fixed")
+    page.locator("#items thead th button", has_text="Points").click()
+    _settled(page)
+    assert page.url.endswith("?status=fixed&sort=points")
+    shown = _column(page, 0)
+    assert sorted(shown) == ["Retry storm on timeout", "Submit button stays disabled"]
+    page.locator("#items tbody a", has_text="Retry storm on timeout").click()
+    page.wait_for_url(f"{base}channels/bugs/{fx.items['Retry storm on timeout']}/")
+    page.go_back()
+    page.wait_for_url(re.compile(r".*\?status=fixed&sort=points$"))
+    _settled(page)
+    assert page.locator("select[name=status]").input_value() == "fixed"
+    assert _column(page, 0) == shown  # the rows match the filter, in the sorted order
+    assert page.locator("th[aria-sort=ascending]").inner_text().startswith("Points")
+    page.reload()
+    _settled(page)
+    assert _column(page, 0) == shown and page.locator("select[name=status]").input_value() == "fixed"
+    # A shared link opens straight into the same view.
+    other = Watched(tab.page.context.browser)
+    other.page.goto(f"{base}channels/bugs/?status=fixed&sort=points")
+    other.page.wait_for_function("!document.querySelector('[aria-busy=true]')")
+    assert _column(other.page, 0) == shown
+    assert other.page.locator("select[name=status]").input_value() == "fixed"
+    assert other.errors == []
+    other.close()
+    assert tab.errors == []
+
+
+def test_a_long_channel_pages_and_sorts_across_every_page(site: tuple[Fixture, str], tab: Watched) -> None:
+    _, base = site
+    page = tab.page
+    page.goto(f"{base}channels/big/")
+    assert page.locator("#items tbody tr").count() == PAGE_ROWS
+    assert page.locator("[data-count]").inner_text() == f"Showing 1–{PAGE_ROWS} of {BIG} items."
+    pager = page.locator("[data-pager]")
+    pager.get_by_role("link", name="Next →").click()
+    assert page.url.endswith("?page=2")
+    _settled(page)
+    assert page.locator("[data-count]").inner_text() == f"Showing {PAGE_ROWS + 1}–{2 * PAGE_ROWS} of {BIG} items."
+    assert _column(page, 0)[0] == f"Big item number {BIG - PAGE_ROWS}"  # newest first
+    pager.get_by_role("link", name="3").click()
+    _settled(page)
+    assert page.locator("#items tbody tr").count() == BIG - 2 * PAGE_ROWS
+    page.go_back()
+    page.wait_for_url(re.compile(r".*\?page=2$"))
+    _settled(page)
+    assert _column(page, 0)[0] == f"Big item number {BIG - PAGE_ROWS}"
+    page.goto(f"{base}channels/big/?sort=-points&status=fixed")
+    _settled(page)
+    points = [h.rstrip(" ↕↑↓") for h in page.locator("#items thead th").all_inner_texts()].index("Points")
+    first = [int(v) for v in _column(page, points)]
+    fixed = [(n * 7) % 14 for n in range(BIG) if n % 3 == 2]  # add_channel's points of the fixed items
+    assert first == sorted(fixed, reverse=True)[:PAGE_ROWS]  # the highest of all rows, not of the first page
+    count = len(fixed)
+    assert page.locator("[data-count]").inner_text() == f"{count} items (filtered from {BIG})."
     assert tab.errors == []
 
 
@@ -228,14 +355,17 @@ def test_activity_filters_by_project_and_kind(site: tuple[Fixture, str], tab: Wa
     _, base = site
     page = tab.page
     page.goto(f"{base}activity/")
-    total = page.locator("#events tbody tr").count()
-    page.select_option("select[data-filter-attr=kind]", "item")
-    visible = page.locator("#events tbody tr:not([hidden])")
-    assert 0 < visible.count() < total
-    assert set(visible.evaluate_all("rows => rows.map(r => r.dataset.kind)")) == {"item"}
-    page.select_option("select[data-filter-attr=kind]", "")
-    page.select_option("select[data-filter-attr=project]", "proj_order_api")
-    assert set(visible.evaluate_all("rows => rows.map(r => r.dataset.project)")) == {"proj_order_api"}
+    total = int(page.locator("[data-count]").inner_text().split(" of ")[1].split()[0].replace(",", ""))
+    page.select_option("select[name=kind]", "item")
+    _settled(page)
+    kinds = _column(page, 1, "events")
+    assert kinds and all(k.lower().startswith("item") for k in kinds)
+    count = page.locator("[data-count]").inner_text()
+    assert count.endswith(f"(filtered from {total:,}).") and page.url.endswith("?kind=item")
+    page.select_option("select[name=kind]", "")
+    page.select_option("select[name=project]", "proj_order_api")
+    _settled(page)
+    assert set(_column(page, 3, "events")) == {f"order-api {SVG}"}
     assert tab.errors == []
 
 
@@ -274,3 +404,167 @@ def test_feed_validates_as_atom(site: tuple[Fixture, str], tab: Watched) -> None
     root = ET.fromstring(response.body())
     assert root.tag == "{http://www.w3.org/2005/Atom}feed"
     assert len(root.findall("{http://www.w3.org/2005/Atom}entry")) > 10
+
+
+def test_linked_ids_and_tickets_lead_to_their_records(site: tuple[Fixture, str], tab: Watched) -> None:
+    fx, base = site
+    page = tab.page
+    page.goto(f"{base}notes/{fx.notes['Links to other records']}/")
+    prose = page.locator(".prose")
+    prose.get_by_role("link", name="BUG-0002", exact=True).click()
+    page.wait_for_url(f"{base}channels/bugs/{fx.items['Enum mismatch on payment']}/")
+    assert page.title().startswith("BUG-0002 Enum mismatch on payment ·")
+    page.locator("dd a.ref", has_text="BUG-0001").click()  # a ticket inside an item's text value
+    page.wait_for_url(f"{base}channels/bugs/{fx.items['Submit button stays disabled']}/")
+    page.go_back()
+    page.go_back()
+    page.locator(".prose").get_by_role("link", name="the old rule").click()  # [x](note_ID)
+    page.wait_for_url(f"{base}notes/{fx.notes['Hard-code the payment list']}/")
+    assert tab.errors == []
+
+
+def test_keyboard_alone_reaches_content_sorts_and_opens_a_menu(site: tuple[Fixture, str], tab: Watched) -> None:
+    fx, base = site
+    page = tab.page
+    page.goto(f"{base}channels/bugs/")
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.className") == "skip"
+    assert page.locator(".skip").is_visible()  # shown when focused
+    page.keyboard.press("Enter")
+    assert page.evaluate("document.activeElement.id") == "main"
+    # Tab on to the first sortable header and sort with the keyboard.
+    for _ in range(40):
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.closest('th') !== null"):
+            break
+    assert page.evaluate("document.activeElement.textContent").startswith("Title")
+    page.keyboard.press("Enter")
+    _settled(page)
+    assert page.locator("th[aria-sort=ascending]").count() == 1 and "sort=title" in page.url
+    # The projects menu opens with Enter and closes with Escape, focus back on it.
+    page.focus(".menu summary")
+    page.keyboard.press("Enter")
+    assert page.locator(".menu").get_attribute("open") is not None
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "order-api " + SVG
+    page.keyboard.press("Escape")
+    assert page.locator(".menu").get_attribute("open") is None
+    assert page.evaluate("document.activeElement.tagName") == "SUMMARY"
+    # Breadcrumbs and aria-current say where a record page is.
+    page.goto(f"{base}notes/{fx.notes['Use generated enum metadata']}/")
+    crumbs = page.locator("nav.crumbs li").all_inner_texts()
+    assert crumbs == ["Home", "order-web", "Notes", "Use generated enum metadata"]
+    assert page.locator("nav.crumbs [aria-current=page]").inner_text() == "Use generated enum metadata"
+    assert page.locator(".menu a[aria-current]").text_content() == "order-web"
+    assert tab.errors == []
+
+
+AXE_PAGES = ("", "channels/bugs/", "activity/", "projects/proj_order_web/", "search/?q=enum", "tags/api/")
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_pages_pass_axe_core_wcag_aa(site: tuple[Fixture, str], browser: Any, scheme: str) -> None:
+    fx, base = site
+    urls = [
+        *AXE_PAGES,
+        f"notes/{fx.notes['Links to other records']}/",
+        f"channels/bugs/{fx.items['Enum mismatch on payment']}/",
+        f"handoffs/{fx.handoffs['Finish order validation']}/",
+        f"sessions/{fx.sessions[0]}/",
+    ]
+    watched = Watched(browser, color_scheme=scheme)
+    page = watched.page
+    script = AXE.read_text("utf-8")
+    problems = []
+    for url in urls:
+        page.goto(base + url)
+        page.wait_for_load_state("load")
+        if url.startswith("search"):
+            page.locator("[data-search-results] .result").first.wait_for(timeout=15_000)
+        page.add_script_tag(content=script)
+        found = page.evaluate(
+            "() => axe.run(document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']}})"
+            ".then(r => r.violations.map(v => v.id + ': '"
+            " + v.nodes.slice(0, 3).map(n => n.target.join(' ') + ' ' + n.failureSummary).join(' | ')))"
+        )
+        problems += [f"{url or 'home'}: {v}" for v in found]
+    watched.close()
+    assert problems == [], "\n".join(problems)
+
+
+def test_stars_and_chips_have_the_contrast_they_need(site: tuple[Fixture, str], browser: Any) -> None:
+    _, base = site
+    for scheme in ("light", "dark"):
+        watched = Watched(browser, color_scheme=scheme)
+        page = watched.page
+        page.goto(f"{base}projects/proj_order_web/notes/")
+        ratios = page.evaluate(
+            """() => {
+            const lum = c => { const [r, g, b] = c.match(/\\d+/g).slice(0, 3).map(x => x / 255)
+                .map(x => x <= 0.04045 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4);
+                return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+            const ratio = (a, b) => {
+                const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p);
+                return (x + 0.05) / (y + 0.05);
+            };
+            const bg = getComputedStyle(document.body).backgroundColor;
+            const on = getComputedStyle(document.querySelector('.stars')).color;
+            const off = getComputedStyle(document.querySelector('.stars .off')).color;
+            return [ratio(on, bg), ratio(off, bg)];
+        }"""
+        )
+        assert min(ratios) >= 3, (scheme, ratios)
+        watched.close()
+
+
+def test_phone_sees_projects_first_and_item_facts_before_long_text(site: tuple[Fixture, str], browser: Any) -> None:
+    fx, base = site
+    watched = Watched(browser, viewport={"width": 390, "height": 844})
+    page = watched.page
+    page.goto(base)
+    projects_top = page.locator("aside h2", has_text="Projects").bounding_box()
+    activity_top = page.locator("h2", has_text="Recent activity").bounding_box()
+    assert projects_top is not None and activity_top is not None and projects_top["y"] < activity_top["y"]
+    page.goto(f"{base}channels/bugs/{fx.items['Enum mismatch on payment']}/")
+    status = page.locator("dt", has_text="Status").bounding_box()
+    notes = page.locator("section.long h2", has_text="Notes")
+    assert status is not None and status["y"] < 500  # on the first screen
+    if notes.count():
+        box = notes.bounding_box()
+        assert box is not None and status["y"] < box["y"]
+    page.goto(f"{base}channels/big/")
+    card = page.locator("#items tbody tr").first.bounding_box()
+    assert card is not None and card["width"] <= 390
+    assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
+    assert watched.errors == []
+    watched.close()
+
+
+def test_code_blocks_are_highlighted_large_enough_and_copyable(site: tuple[Fixture, str], browser: Any) -> None:
+    fx, base = site
+    watched = Watched(browser, permissions=["clipboard-read", "clipboard-write"])
+    page = watched.page
+    page.goto(f"{base}notes/{fx.notes['Links to other records']}/")
+    pre = page.locator(".prose pre.hl")
+    size = pre.locator("code").evaluate("c => parseFloat(getComputedStyle(c).fontSize)")
+    assert size >= 13
+    keyword = pre.locator(".k").first.evaluate("k => getComputedStyle(k).color")
+    plain = pre.locator(".n").first.evaluate("k => getComputedStyle(k).color")
+    assert keyword != plain  # coloured by the stylesheet, no script involved
+    pre.locator("button.copy").click()
+    assert page.evaluate("navigator.clipboard.readText()").startswith("def retry(n: int) -> str:")
+    assert watched.errors == []
+    watched.close()
+
+
+def test_opened_from_disk_links_open_pages_and_a_notice_says_to_serve(site: tuple[Fixture, str], tab: Watched) -> None:
+    fx, _ = site
+    out = fx.store.root.parent / "_site"
+    page = tab.page
+    page.goto((out / "index.html").as_uri())
+    assert page.locator("[data-file-notice]").is_visible()
+    href = page.locator("a", has_text="Activity").first.get_attribute("href")
+    assert href == "activity/index.html"
+    page.locator("a", has_text="Activity").first.click()
+    page.wait_for_url((out / "activity/index.html").as_uri())
+    assert page.locator("h1").inner_text() == "Activity"

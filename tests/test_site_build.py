@@ -26,6 +26,7 @@ from site_fixtures import (
     SCRIPT,
     SVG,
     Fixture,
+    add_channel,
     copy_store,
     edit_item,
     edit_note,
@@ -37,10 +38,13 @@ from codexmem.cli.main import main
 from codexmem.cli.site_cmd import default_out, parse_now
 from codexmem.errors import CodexmemError
 from codexmem.models.records import Note
-from codexmem.render.markdown import render_markdown
+from codexmem.render.markdown import link_mentions, render_markdown
 from codexmem.render.site import build_site
-from codexmem.render.site.build import BuildReport
+from codexmem.render.site import search as search_module
+from codexmem.render.site.build import BuildReport, plural
+from codexmem.render.site.data import build_day
 from codexmem.render.site.serve import make_server
+from codexmem.render.site.tables import PAGE_ROWS
 from codexmem.resources import data_dir
 from codexmem.store.layout import ITEM, NOTE
 from codexmem.store.store import Store
@@ -122,13 +126,29 @@ def test_two_builds_of_the_same_store_are_byte_identical(fx: Fixture, built: Pat
 
 
 def test_a_fresh_clone_without_now_builds_the_same_files(fx: Fixture, tmp_path: Path) -> None:
-    """No wall clock: the default now is the latest change, and index-local sequences never show."""
+    """The default now is the build's UTC day (not the latest change); index-local sequences never show."""
     clone = copy_store(fx.store.root, tmp_path / "clone")
+    day = build_day()
     a = build_site(fx.store, tmp_path / "a", search=False, full=True)
     b = build_site(clone, tmp_path / "b", search=False, full=True)
+    if build_day() != day:
+        pytest.skip("the UTC day changed during the test")
     assert a.pages == b.pages > 30
     assert site_files(tmp_path / "a") == site_files(tmp_path / "b")
-    assert "As of 2026-03-19 12:00 UTC" in (tmp_path / "a" / "index.html").read_text()
+    assert f"As of {day:%Y-%m-%d} (UTC)" in (tmp_path / "a" / "index.html").read_text()
+    item = (tmp_path / "a" / f"channels/bugs/{fx.items['Retry storm on timeout']}/index.html").read_text()
+    assert f"(formula, as of {day:%Y-%m-%d})" in item
+
+
+def test_an_empty_store_says_the_build_day(tmp_path: Path) -> None:
+    root = tmp_path / "empty"
+    root.mkdir()
+    (root / "codexmem.yaml").write_text("format: 2\n", "utf-8")
+    out = tmp_path / "out"
+    build(Store(root), out)
+    home = (out / "index.html").read_text()
+    assert "1970" not in home and f"As of {BUILD_NOW:%Y-%m-%d} (UTC)" in home
+    assert "Nothing has happened yet." in home
 
 
 # ------------------------------------------------------------------ safety
@@ -145,8 +165,9 @@ def test_no_payload_appears_unescaped_in_any_page(built: Path) -> None:
             if tag == "img":
                 assert attrs["src"].split("?")[0].endswith("assets/favicon.svg"), f"{rel}: img {attrs}"
             if tag == "script":
-                src = attrs.get("src", "").split("?")[0]
-                assert src.endswith(("assets/app.js", "pagefind/pagefind-ui.js")), f"{rel}: script {attrs}"
+                assert attrs.get("src", "").split("?")[0].endswith("assets/app.js"), f"{rel}: script {attrs}"
+            if tag == "input":
+                assert attrs.get("type") in ("search", "checkbox"), f"{rel}: input {attrs}"
             for name, value in attrs.items():
                 assert not name.startswith("on"), f"{rel}: event handler attribute {name}={value!r} on <{tag}>"
                 if name in ("href", "src", "action"):
@@ -173,6 +194,9 @@ def test_every_field_with_a_payload_is_shown_escaped(fx: Fixture, built: Path) -
     assert f"Bug tracker {escaped_svg}" in channel  # channel description
     item = (built / f"channels/bugs/{fx.items[f'Payload item {SCRIPT}']}/index.html").read_text()
     assert f"Payload item {escaped_script}" in item  # item value
+    chunk = json.loads((built / "channels/bugs/items-0000.json").read_text())
+    payload_row = next(r for r in chunk["rows"] if "Payload item" in r[4])
+    assert SCRIPT not in payload_row[4] and "Payload item &lt;script&gt;" in payload_row[4]  # row HTML, escaped
     assert "javascript:window.__pwned=1</dd>" in item  # a url value that is no http(s) stays text
     project = (built / "projects/proj_order_web/index.html").read_text()
     assert f"order-api {escaped_svg}" in project  # project name from the config
@@ -230,9 +254,19 @@ def test_markdown_keeps_ordinary_links() -> None:
 
 def test_every_link_is_relative_and_resolves_to_a_file(built: Path) -> None:
     """Served from /repo/ (a GitHub Pages project site) every internal link still lands."""
+    assert assert_links_resolve(built, "/repo/") > 500
+
+
+def assert_links_resolve(built: Path, prefix: str) -> int:
+    """Every href, src and action of every page (and of every list chunk's rows) lands on a file."""
     checked = 0
-    for rel, html in html_pages(built):
-        page_url = "/repo/" + rel
+    pages = list(html_pages(built))
+    for rel, raw in site_files(built).items():
+        if rel.endswith(".json") and "/" in rel and not rel.startswith("pagefind/"):
+            folder = rel.rsplit("/", 1)[0] + "/index.html"
+            pages += [(folder, row[4]) for row in json.loads(raw)["rows"]]
+    for rel, html in pages:
+        page_url = prefix + rel
         for _tag, attrs in tags_of(html):
             for name in ("href", "src", "action"):
                 value = attrs.get(name)
@@ -240,13 +274,14 @@ def test_every_link_is_relative_and_resolves_to_a_file(built: Path) -> None:
                     continue
                 assert not value.startswith("/"), f"{rel}: absolute path {value!r}"
                 target = posixpath.normpath(posixpath.join(posixpath.dirname(page_url), value.split("?")[0]))
-                assert target == "/repo" or target.startswith("/repo/"), f"{rel}: {value!r} leaves the prefix"
-                path = built / target.removeprefix("/repo").lstrip("/")
+                top = prefix.rstrip("/")
+                assert target == top or target.startswith(prefix), f"{rel}: {value!r} leaves the prefix"
+                path = built / target.removeprefix(top).lstrip("/")
                 if value.split("?")[0].endswith("/") or path.is_dir():
                     path = path / "index.html"
                 assert path.is_file(), f"{rel}: {name}={value!r} points at nothing"
                 checked += 1
-    assert checked > 500
+    return checked
 
 
 def test_pages_exist_for_every_record_and_permalinks_are_stable(fx: Fixture, built: Path) -> None:
@@ -265,13 +300,19 @@ def test_pages_exist_for_every_record_and_permalinks_are_stable(fx: Fixture, bui
         "projects/proj_order_web/index.html",
         "channels/bugs/index.html",
         "tags/api/index.html",
+        "projects/proj_order_web/notes/index.html",
+        "projects/proj_order_web/sessions/index.html",
+        "projects/proj_order_web/handoffs/index.html",
         "activity/index.html",
-        "activity/2026-03/index.html",
+        "activity/events-2026-03-00.json",
+        "channels/bugs/items-0000.json",
         "search/index.html",
         "files/index.html",
         "feed.xml",
         "assets/favicon.svg",
-        "pagefind/pagefind-ui.js",
+        "assets/highlight.css",
+        "pagefind/parts.json",
+        "pagefind/notes/pagefind.js",
     ):
         assert (built / rel).is_file(), rel
     assert '<link rel="icon" type="image/svg+xml" href="assets/favicon.svg?v=' in (built / "index.html").read_text()
@@ -284,6 +325,10 @@ def test_history_backlinks_and_chips(fx: Fixture, built: Path) -> None:
     item = (built / f"channels/bugs/{fx.items['Submit button stays disabled']}/index.html").read_text()
     assert [f'data-version="{v}"' in item for v in (1, 2, 3)] == [True, True, True]
     assert "<code>values.owner</code><code>values.points</code>" in item
+    assert (
+        '<h1 data-pagefind-meta="title"><span class="ticket">BUG-0001</span> Submit button stays disabled</h1>' in item
+    )
+    assert "<title>BUG-0001 Submit button stays disabled · order-platform memory</title>" in item
     assert fx.items["Enum mismatch on payment"] in item  # the item that blocks on it links back
     old = page_of(built, "notes", fx.notes["Hard-code the payment list"])
     new_id = fx.notes["Use generated enum metadata"]
@@ -295,9 +340,11 @@ def test_history_backlinks_and_chips(fx: Fixture, built: Path) -> None:
     imported = page_of(built, "notes", fx.notes["Backend rejects legacy payment aliases"])
     assert f'href="../../imports/{fx.imports[0]}/"' in imported
     channel = (built / "channels/bugs/index.html").read_text()
-    assert 'style="--chip:#22c55e;--chip-fg:#000000"' in channel  # Fixed, from the schema
+    assert ".o2-2{--chip:#22c55e;--chip-fg:#000000}" in channel  # Fixed (field 2, option 2), from the schema
+    assert '<span class="chip o2-2">Fixed</span>' in channel
     session = page_of(built, "sessions", fx.sessions[1])
     assert f'href="../../notes/{new_id}/"' in session  # the session lists what it wrote
+    assert 'data-label="Who"' not in session  # its own changes: no column repeating its name
     file_page = next(built.glob("files/src-orders-validate-ts-*/index.html")).read_text()
     assert file_page.count('<span class="kind">') == 3  # two notes and a handoff name the file
 
@@ -329,16 +376,20 @@ def test_incremental_build_renders_only_the_changed_record_and_its_neighbours(tm
     neighbours = {
         f"notes/{nid}/index.html",
         "index.html",  # recent activity
-        "activity/index.html",
-        "activity/2026-03/index.html",
+        "activity/index.html",  # the first page of events, and the chunk that holds the month
+        "activity/events-2026-03-00.json",
         "feed.xml",
         "projects/proj_order_web/index.html",  # shows the note's updated date
+        "projects/proj_order_web/notes/index.html",
+        "projects/proj_order_web/notes/notes-0000.json",
         "tags/api/index.html",
+        "tags/api/notes-0000.json",
         "tags/validation/index.html",
+        "tags/validation/notes-0000.json",
     }
     assert f"notes/{nid}/index.html" in after.written_paths
     assert set(after.written_paths) <= neighbours, sorted(set(after.written_paths) - neighbours)
-    assert after.rendered == after.written < 10
+    assert after.rendered == after.written <= len(neighbours)
     assert "A new body." in (out / f"notes/{nid}/index.html").read_text()
 
     fresh = tmp_path / "fresh"
@@ -376,7 +427,7 @@ def test_pages_of_deleted_records_go_even_when_the_cache_was_wiped(tmp_path: Pat
     with store.transaction("cli:tester", at=ts(19, 14)) as txn:
         txn.delete(NOTE, nid)
     report = build(store, out)
-    assert report.rendered == report.pages + 3  # no manifest: every page rendered (and assets)
+    assert report.rendered == report.pages + 4  # no manifest: every page rendered (and the 4 assets)
     assert report.deleted_paths == [f"notes/{nid}/index.html"]
     assert (out / "stray.html").read_text() == "not ours"  # only files the builds wrote are deleted
     assert (out / ".nojekyll").is_file()
@@ -431,7 +482,7 @@ def test_feed_with_a_base_url_has_absolute_links_and_keeps_100_events(tmp_path: 
 def test_feed_without_a_base_url_warns(tmp_path: Path) -> None:
     fx = make_store(tmp_path / "store")
     report = build(fx.store, tmp_path / "out")
-    assert any("base-url" in w for w in report.warnings)
+    assert report.base_url is None and report.feed_written  # the CLI's note says so
     root = ET.fromstring((tmp_path / "out/feed.xml").read_bytes())
     assert all(e.findtext(f"{ATOM}id", "").startswith("tag:codexmem,") for e in root.findall(f"{ATOM}entry"))
 
@@ -447,11 +498,16 @@ def test_cli_builds_beside_the_store_and_reports_what_it_wrote(
     code = main(["site", "--store", str(fx.store.root), "--now", "2026-03-20", "--no-search"])
     assert code == 0
     captured = capsys.readouterr()
-    assert "wrote 34 of 34 pages" in captured.out
-    assert "warning: no --base-url" in captured.err
+    files = len(site_files(tmp_path / "repo/_site")) - 6  # less the 4 assets, .nojekyll and the owned list
+    assert captured.out.count("\n") == 1  # one summary line
+    assert f"wrote {files} of {files} files" in captured.out
+    assert "note: no --base-url" in captured.err and "codexmem site --serve" in captured.err
     assert (tmp_path / "repo/_site/index.html").is_file()
     main(["site", "--store", str(fx.store.root), "--now", "2026-03-20", "--no-search"])
-    assert "wrote 0 of 34 pages (34 unchanged, 0 deleted)" in capsys.readouterr().out
+    again = capsys.readouterr()
+    assert again.out == f"wrote 0 of {files} files to {tmp_path / 'repo/_site'} in" + again.out.split(" in", 1)[1]
+    assert f"({files} unchanged, 0 deleted)" in again.out
+    assert again.err == ""  # nothing changed: no notes
     with pytest.raises(SystemExit):
         main(["site", "--store", str(fx.store.root), "--bogus"])
     assert main(["site", "--store", str(fx.store.root), "--now", "yesterday"]) == 2
@@ -486,8 +542,9 @@ def test_manifest_maps_every_page_to_its_inputs(fx: Fixture, tmp_path: Path) -> 
     report = build(fx.store, tmp_path / "out")
     manifest = json.loads((fx.store.root / ".cache/site/manifest.json").read_text())
     assert manifest["out"] == str(tmp_path / "out")
-    assert len(manifest["pages"]) == report.pages + 3  # and the three assets
+    assert len(manifest["pages"]) == report.pages + 4  # and the four assets
     assert "index.html" in manifest["pages"] and "feed.xml" in manifest["pages"]
+    assert manifest["search"] == {}  # built without search
     assert all(set(entry) == {"inputs", "size"} for entry in manifest["pages"].values())
 
 
@@ -499,7 +556,7 @@ def test_progress_goes_to_a_terminal_only_on_large_builds(fx: Fixture, tmp_path:
     stream = Tty()
     with redirect_stdout(io.StringIO()):
         build_site(fx.store, tmp_path / "a", now=BUILD_NOW, search=False, progress_stream=stream)
-    assert stream.getvalue() == ""  # 40 pages: too small for a bar
+    assert stream.getvalue() == ""  # about 60 pages: too small for a bar
     from codexmem.render.site.build import Progress
 
     bar = Progress(400, stream)
@@ -514,3 +571,193 @@ def test_note_model_in_store_is_what_the_site_reads(fx: Fixture) -> None:
     """Guard for the fixture itself: the payload note really is in the store."""
     note = fx.store.fresh_index().get(NOTE, fx.notes[f"Payload note {SVG}"])
     assert note is not None and SCRIPT in note["content"]
+
+
+# ------------------------------------------------------------------ Markdown that links memory together
+
+
+def test_markdown_renders_task_lists_footnotes_autolinks_and_highlighted_code() -> None:
+    html = render_markdown(
+        "- [x] done\n- [ ] open\n\nSee https://example.com/a and www.example.org.[^n]\n\n"
+        '```python\nx = "<b>"  # note\n```\n\n```\nplain <i>\n```\n\n[^n]: The footnote.\n'
+    )
+    assert '<input class="task-list-item-checkbox" checked="checked" disabled="disabled" type="checkbox">' in html
+    assert '<a href="https://example.com/a">https://example.com/a</a>' in html
+    assert "and www.example.org." in html and "http://www.example.org" not in html  # no scheme: not guessed
+    assert '<li id="fn1" class="footnote-item"><p>The footnote.' in html
+    assert '<pre class="hl"><code class="language-python"><span class="n">x</span>' in html
+    assert '<span class="s2">"&lt;b&gt;"</span>' in html  # Pygments escapes what it colours
+    assert "<pre><code>plain &lt;i&gt;\n</code></pre>" in html  # no language: escaped, not guessed
+
+
+@pytest.mark.parametrize(
+    "markdown",
+    [
+        "[^1]\n\n[^1]: [x](javascript:alert(1))",
+        "- [ ] [x](javascript:alert(1))",
+        "javascript:alert(1) and www.javascript:alert(1)",
+        "```<script>\nx\n```",
+        "```python\n</code></pre><script>alert(1)</script>\n```",
+    ],
+)
+def test_markdown_plugins_stay_safe(markdown: str) -> None:
+    html = render_markdown(markdown)
+    assert "<script" not in html and 'href="javascript' not in html.lower()
+
+
+def test_ids_and_tickets_are_linked_only_when_the_store_holds_them() -> None:
+    nid = "note_01KK1MW500ANH4WC561Y5ZWW41"
+    mentions = {nid: "../../notes/x/", "BUG-0012": "../../channels/bugs/y/"}
+    html = render_markdown(
+        f"See {nid}, [the rule]({nid}), `BUG-0012`, BUG-0012 and BUG-0013, note_01KK1MW500ANH4WC561Y5ZWW42.", mentions
+    )
+    assert '<a href="../../notes/x/" class="ref">note_01KK1MW500ANH4WC561Y5ZWW41</a>' in html
+    assert '<a href="../../notes/x/">the rule</a>' in html
+    assert '<a href="../../channels/bugs/y/" class="ref"><code>BUG-0012</code></a>' in html
+    assert '<a href="../../channels/bugs/y/" class="ref">BUG-0012</a> and BUG-0013' in html
+    assert "note_01KK1MW500ANH4WC561Y5ZWW42." in html  # not in the store: plain text
+    plain = link_mentions("<b>BUG-0012</b> xBUG-0012", mentions)
+    assert str(plain) == '&lt;b&gt;<a href="../../channels/bugs/y/" class="ref">BUG-0012</a>&lt;/b&gt; xBUG-0012'
+
+
+def test_pages_link_the_ids_and_tickets_they_name(fx: Fixture, built: Path) -> None:
+    note = page_of(built, "notes", fx.notes["Links to other records"])
+    new, old = fx.notes["Use generated enum metadata"], fx.notes["Hard-code the payment list"]
+    assert f'<a href="../../notes/{new}/" class="ref">{new}</a>' in note
+    assert f'<a href="../../notes/{old}/">the old rule</a>' in note  # [x](note_ID) resolves
+    bug2 = fx.items["Enum mismatch on payment"]
+    assert f'<a href="../../channels/bugs/{bug2}/" class="ref">BUG-0002</a>' in note
+    assert 'class="task-list-item"' in note and 'class="footnote-item"' in note and '<pre class="hl">' in note
+    item = (built / f"channels/bugs/{bug2}/index.html").read_text()
+    bug1 = fx.items["Submit button stays disabled"]
+    assert f'Same cause as <a href="../../../channels/bugs/{bug1}/" class="ref">BUG-0001</a>' in item
+    assert f'see <a href="../../../notes/{new}/" class="ref">{new}</a>.' in item
+
+
+def test_a_page_naming_a_deleted_record_is_rendered_again(tmp_path: Path) -> None:
+    fx = make_store(tmp_path / "store")
+    out = tmp_path / "_site"
+    build(fx.store, out)
+    target = fx.notes["Use generated enum metadata"]
+    with fx.store.transaction("cli:tester", at=ts(19, 14)) as txn:
+        txn.delete(NOTE, target)
+    report = build(fx.store, out)
+    linking = f"notes/{fx.notes['Links to other records']}/index.html"
+    assert linking in report.written_paths
+    assert f'href="../../notes/{target}/"' not in (out / linking).read_text()
+
+
+# ------------------------------------------------------------------ lists, chunks and page size
+
+
+def test_a_long_channel_shows_one_page_and_writes_every_row_to_chunks(tmp_path: Path) -> None:
+    fx = make_store(tmp_path / "store")
+    ids = add_channel(fx, "big", 250)
+    out = tmp_path / "_site"
+    build(fx.store, out)
+    page = (out / "channels/big/index.html").read_text()
+    assert page.count("<tr><td") == PAGE_ROWS
+    assert f"Showing 1–{PAGE_ROWS} of 250 items." in page
+    rows = json.loads((out / "channels/big/items-0000.json").read_text())["rows"]
+    assert len(rows) == 250
+    assert {r[4].split('href="../../channels/big/')[1].split("/")[0] for r in rows} == set(ids)
+    first = min(rows, key=lambda r: r[0])  # the default order: newest first
+    assert ids[-1] in first[4] and ids[-1] in page.split("<tbody>")[1].split("</tr>")[0]
+    keys = {tuple(r[2]["status"]) for r in rows}
+    assert keys == {("new",), ("in_progress",), ("fixed",)}
+    assert all(r[3] == r[3].lower() and "big item number" in r[3] for r in rows)
+
+
+def test_chunks_are_cut_in_creation_order_so_an_edit_rewrites_one(tmp_path: Path) -> None:
+    fx = make_store(tmp_path / "store")
+    ids = add_channel(fx, "big", 1200)
+    out = tmp_path / "_site"
+    build(fx.store, out)
+    assert sorted(p.name for p in (out / "channels/big").glob("*.json")) == ["items-0000.json", "items-0001.json"]
+    with fx.store.transaction("cli:tester", at=ts(21)) as txn:
+        cur = txn.get(ITEM, ids[1100], "big")  # the 1,101st item: in the second chunk
+        assert cur is not None
+        changed = {**cur, "version": 2, "updated_at": ts(21), "values": {**cur["values"], "points": 13}}
+        txn.put(ITEM, changed, event_type="updated", changed=["values.points"])
+    report = build(fx.store, out)
+    assert "channels/big/items-0001.json" in report.written_paths
+    assert "channels/big/items-0000.json" not in report.written_paths
+
+
+# ------------------------------------------------------------------ search parts
+
+
+def test_one_change_indexes_only_the_search_part_that_holds_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(search_module, "PART_PAGES", 2)  # a handful of parts from the small store
+    fx = make_store(tmp_path / "store")
+    out = tmp_path / "_site"
+    first = build_site(fx.store, out, now=BUILD_NOW)
+    assert first.search is not None and first.search.indexed == first.search.parts > 4
+    parts = json.loads((out / "pagefind/parts.json").read_text())["parts"]
+    assert {p.split("-")[0] for p in parts} >= {"notes", "handoffs", "sessions", "imports", "items"}
+    entries = {p: (out / "pagefind" / p / "pagefind-entry.json").stat().st_ino for p in parts}
+    title = "Keep validation aligned with the backend enum"
+    edit_note(fx, title, {"content": "Changed body."}, ts(19, 13))
+    second = build_site(fx.store, out, now=BUILD_NOW)
+    assert second.search is not None and second.search.indexed == 1
+    changed = [p for p in parts if (out / "pagefind" / p / "pagefind-entry.json").stat().st_ino != entries[p]]
+    assert len(changed) == 1 and changed[0].startswith("notes-")
+    third = build_site(fx.store, out, now=BUILD_NOW)
+    assert third.search is not None and third.search.indexed == 0
+    assert not (out / search_module.STAGING_DIR).exists()
+
+
+def test_no_search_leaves_no_broken_link_and_says_so(fx: Fixture, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    build_site(fx.store, out, now=BUILD_NOW)  # with search, then without: the old index goes
+    build(fx.store, out)
+    assert not (out / "pagefind").exists()
+    search_page = (out / "search/index.html").read_text()
+    assert "built without its search index" in search_page and "pagefind" not in search_page
+    assert "data-search=" not in (out / "index.html").read_text()
+    assert_links_resolve(out, "/repo/")
+
+
+def test_serve_on_a_busy_port_says_so_in_one_line(tmp_path: Path) -> None:
+    """Run as a person runs it: the installed command, a port another process holds."""
+    import socket
+    import subprocess
+    import sys
+
+    fx = make_store(tmp_path / "store")
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    port = holder.getsockname()[1]
+    try:
+        codexmem = Path(sys.executable).parent / "codexmem"
+        args = [str(codexmem), "site", "--store", str(fx.store.root), "--no-search", "--serve", "--port", str(port)]
+        done = subprocess.run(args, capture_output=True, text=True, timeout=60, check=False)
+    finally:
+        holder.close()
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"codexmem: error: port {port} is in use: pass another with --port N, or --port 0 for a free one"
+    ]
+    assert not (tmp_path / "_site").exists()  # refused before building anything
+    assert main(["site", "--store", str(fx.store.root), "--serve", "--port", "70000"]) == 2
+
+
+def test_the_summary_counts_grammatically() -> None:
+    report = BuildReport(out=Path("/x"), pages=1, written=1)
+    assert report.summary().startswith("wrote 1 of 1 file to /x in 0.00 s (0 unchanged, 0 deleted)")
+    report.search, report.search_seconds = search_module.SearchReport(parts=1, indexed=1, pages_indexed=1), 0.5
+    assert report.summary().endswith("; search: indexed 1 of 1 part (1 page), done 0.50 s after the pages")
+    assert plural(1_204, "page") == "1,204 pages"
+
+
+def test_a_new_event_rewrites_only_its_month_of_the_activity_chunks(tmp_path: Path) -> None:
+    fx = make_store(tmp_path / "store")
+    out = tmp_path / "_site"
+    edit_item(fx, "Retry storm on timeout", {"points": 3}, "2026-04-02T09:00:00.000Z")
+    build(fx.store, out)
+    assert (out / "activity/events-2026-03-00.json").is_file() and (out / "activity/events-2026-04-00.json").is_file()
+    edit_item(fx, "Retry storm on timeout", {"points": 8}, "2026-04-03T09:00:00.000Z")
+    report = build(fx.store, out)
+    assert "activity/events-2026-04-00.json" in report.written_paths
+    assert "activity/events-2026-03-00.json" not in report.written_paths

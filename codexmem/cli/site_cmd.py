@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -15,14 +16,17 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         parents=[common],
         help="build the static site of the store (Pagefind search included)",
         description="Render the store into a static site (default: _site/ beside the repository root), "
-        "re-rendering only pages whose inputs changed, then index it for search with Pagefind.",
+        "re-rendering only pages whose inputs changed, then index the changed parts for search with Pagefind. "
+        "Serve the folder over HTTP (--serve, or any static host): search and long lists load data.",
     )
     p.add_argument("--out", metavar="DIR", help="output folder (default: _site/ next to the store's folder)")
-    p.add_argument("--base-url", metavar="URL", help="where the site is published, for absolute feed links")
+    p.add_argument(
+        "--base-url", metavar="URL", help="where the site is published (e.g. https://org.github.io/repo/), for the feed"
+    )
     p.add_argument(
         "--now",
         metavar="TIME",
-        help="the build's time, for formulas (RFC 3339 or YYYY-MM-DD; default: the latest change in the store)",
+        help="the time formulas are computed at (RFC 3339 or YYYY-MM-DD; default: today, 00:00 UTC)",
     )
     p.add_argument("--full", action="store_true", help="ignore the manifest: render every page again")
     p.add_argument("--no-search", action="store_true", help="skip the Pagefind index")
@@ -48,16 +52,30 @@ def parse_now(text: str) -> datetime:
         ) from None
 
 
+def _error(message: str) -> int:
+    print(f"codexmem: error: {message}", file=sys.stderr)
+    return 2
+
+
 def run(args: argparse.Namespace) -> int:
     from codexmem.cli.common import open_store
     from codexmem.render.site import build_site
-    from codexmem.render.site.serve import serve
+    from codexmem.render.site.serve import make_server, serve
 
+    if not 0 <= args.port <= 65535:
+        return _error(f"--port must be 0..65535 (0 picks a free port), got {args.port}")
     store = open_store(args)
     out = Path(args.out) if args.out else default_out(store.root)
     now = parse_now(args.now) if args.now else None
-    if not args.no_search:
-        print("after rendering, Pagefind indexes the whole folder (its index is not incremental)", file=sys.stderr)
+    server = None
+    if args.serve:
+        # Take the port before building, so a busy port is said at once, not after the build.
+        try:
+            server = make_server(out, port=args.port)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return _error(f"port {args.port} is in use: pass another with --port N, or --port 0 for a free one")
+            return _error(f"cannot listen on 127.0.0.1:{args.port} ({exc.strerror}): pass another --port")
     report = build_site(
         store,
         out,
@@ -67,9 +85,17 @@ def run(args: argparse.Namespace) -> int:
         full=args.full,
         progress_stream=sys.stderr,
     )
+    print(report.summary())
     for warning in report.warnings:
         print(f"codexmem site: warning: {warning}", file=sys.stderr)
-    print(report.summary())
-    if args.serve:
-        serve(report.out, port=args.port)
+    if report.base_url is None and report.feed_written:
+        print("codexmem site: note: no --base-url (or site.base_url), so feed.xml links are relative", file=sys.stderr)
+    if server is not None:
+        serve(server, report.out)
+    elif report.written or report.deleted:
+        print(
+            "codexmem site: note: serve it over HTTP to browse (search and long lists load data): "
+            "codexmem site --serve, or any static host; file:// shows pages only",
+            file=sys.stderr,
+        )
     return 0

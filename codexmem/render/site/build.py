@@ -1,4 +1,4 @@
-"""Build the site: render what changed, write what differs, delete what is gone, index once.
+"""Build the site: render what changed, write what differs, delete what is gone, index what moved.
 
 Incremental by a manifest in ``<store>/.cache/site/manifest.json`` mapping each output file to
 the hash of everything it was rendered from (its page context, which holds the versions and
@@ -7,8 +7,11 @@ page whose inputs hash is unchanged and whose file is still there is not rendere
 rendered page is written only when its bytes differ. Files the previous build wrote and this one
 does not (pages of deleted records) are deleted; the list of files a build owns is also left in
 the folder (``.codexmem-site-files``), so that works without the cache too, and nothing else in
-the folder is ever touched. Pagefind then indexes the whole folder: its index is global, so that
-step is never incremental.
+the folder is ever touched. Search is split into parts (``search.py``): only the parts whose
+pages changed are indexed again.
+
+Pages are made one job at a time (``pages.plan``) and dropped once written, so a build holds the
+store's data and one page's context, not every page at once.
 """
 
 from __future__ import annotations
@@ -17,10 +20,9 @@ import contextlib
 import functools
 import hashlib
 import json
+import marshal
 import os
 import shutil
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,15 +31,17 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from codexmem.errors import CodexmemError
+from codexmem.render.markdown import highlight_css
 from codexmem.render.site.data import load
 from codexmem.render.site.feed import FEED_PATH, feed_context, render_feed
-from codexmem.render.site.pages import plan
-from codexmem.render.site.templating import MarkdownCache, make_env
+from codexmem.render.site.pages import Chunk, Page, plan
+from codexmem.render.site.search import PAGEFIND_DIR, Indexer, SearchReport
+from codexmem.render.site.tables import chunk_data, render_chunk
+from codexmem.render.site.templating import Environments, MarkdownCache
 from codexmem.resources import data_dir
 from codexmem.store.store import Store
 
-MANIFEST_FORMAT = 1
-PAGEFIND_DIR = "pagefind"
+MANIFEST_FORMAT = 2
 OWNED_LIST = ".codexmem-site-files"
 NOJEKYLL = ".nojekyll"
 ASSETS_DIR = "assets"
@@ -65,19 +69,30 @@ class BuildReport:
     markdown: int = 0
     seconds: float = 0.0
     search_seconds: float | None = None
+    search: SearchReport | None = None
+    feed_written: bool = False
+    base_url: str | None = None
     warnings: list[str] = field(default_factory=list)
     written_paths: list[str] = field(default_factory=list)
     deleted_paths: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
-        unchanged = self.pages - self.written
+        """One line: what was written, and what search indexed."""
         text = (
-            f"wrote {self.written:,} of {self.pages:,} pages ({unchanged:,} unchanged, {self.deleted:,} deleted)"
-            f" to {self.out} in {self.seconds:.2f} s"
+            f"wrote {self.written:,} of {plural(self.pages, 'file')} to {self.out} in {self.seconds:.2f} s"
+            f" ({self.pages - self.written:,} unchanged, {self.deleted:,} deleted)"
         )
-        if self.search_seconds is not None:
-            text += f"; Pagefind indexed the whole folder in {self.search_seconds:.2f} s"
+        if self.search is not None and self.search_seconds is not None:
+            text += (
+                f"; search: indexed {self.search.indexed:,} of {plural(self.search.parts, 'part')}"
+                f" ({plural(self.search.pages_indexed, 'page')}), done {self.search_seconds:.2f} s after the pages"
+            )
         return text
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 page``, ``2 pages``, ``1,204 pages``."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
 def _hash(*parts: bytes | str) -> str:
@@ -88,8 +103,13 @@ def _hash(*parts: bytes | str) -> str:
     return h.hexdigest()
 
 
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+def _canonical(value: Any) -> bytes:
+    """A context's bytes for its hash: contexts are plain data built in a fixed order.
+
+    marshal's version 2 writes no back-references, so equal data gives equal bytes; it is
+    several times faster than sorted JSON, and hashing contexts is most of a no-change build.
+    """
+    return marshal.dumps(value, 2)
 
 
 def normalize_base_url(url: str | None) -> str | None:
@@ -110,68 +130,118 @@ def build_site(
     full: bool = False,
     progress_stream: TextIO | None = None,
 ) -> BuildReport:
-    """Render the store into ``out``; ``full`` ignores the manifest (every page is rendered)."""
+    """Render the store into ``out``; ``full`` ignores the manifest (every page is rendered).
+
+    ``now`` is the time formulas are computed at: by default the start of today (UTC).
+    """
     started = time.perf_counter()
     out = Path(os.path.abspath(out))
     report = BuildReport(out=out)
     base = normalize_base_url(base_url or store.config.site.base_url)
-    if base is None:
-        report.warnings.append(
-            "no --base-url (or site.base_url in codexmem.yaml): feed.xml uses tag: ids and relative links"
-        )
+    report.base_url = base
     templates = data_dir("templates") / "site"
     assets = _assets(data_dir("site"))
     data = load(store, now=now)
     markdown = MarkdownCache()
-    env = make_env(templates, markdown)
     site = {
         "title": data.title,
         "assets": {name: f"{ASSETS_DIR}/{name}?v={digest[:10]}" for name, (digest, _) in assets.items()},
+        "projects": [
+            {"id": pid, "name": data.projects[pid]["name"], "url": data.projects[pid]["url"]}
+            for s in data.systems
+            for pid in s["projects"]
+        ],
+        "search": search,
     }
+    envs = Environments(templates, markdown, site)
     code = _code_hash()
     generator = _hash(code, _tree_hash(templates, "*"), _canonical(site))
 
-    outputs: list[Output] = []
-    for page in plan(data):
-        depth = page.path.count("/")
-        context = {**page.context, "root": "../" * depth, "site": site, "path": page.path}
-        template = page.template
-
-        def render(template: str = template, context: dict[str, Any] = context) -> bytes:
-            return env.get_template(template).render(context).encode("utf-8")
-
-        outputs.append(Output(page.path, _hash(generator, template, _canonical(context)), render))
-    feed = feed_context(data, base)
-    outputs.append(Output(FEED_PATH, _hash(code, _canonical(feed)), lambda: render_feed(feed)))
-    for name, (digest, raw) in assets.items():
-        outputs.append(Output(f"{ASSETS_DIR}/{name}", digest, functools.partial(bytes, raw)))
-    report.pages = sum(1 for o in outputs if not o.path.startswith(ASSETS_DIR + "/"))
-
     manifest_path = store.layout.cache / "site" / "manifest.json"
-    previous = {} if full else _read_manifest(manifest_path, out)
+    manifest = {} if full else _read_manifest(manifest_path, out)
+    previous: dict[str, dict[str, Any]] = manifest.get("pages", {})
     owned = set(previous) or _read_owned(out)
-    entries = _write_outputs(outputs, out, previous, report, progress_stream)
+    indexer = Indexer(str(out), {} if full else manifest.get("search", {})) if search else None
+    writer = _Writer(out, previous, report, indexer)
+    jobs = plan(data, generator)
+    bar = Progress(len(jobs), progress_stream)
+    rows = _RowRenderers(envs)
+    try:
+        for job in jobs:
+            for made in job():
+                writer.take(_output(made, envs, site, generator, rows))
+            bar.step()
+        bar.done()
+    except BaseException:
+        if indexer is not None:
+            indexer.abandon()
+        raise
+    feed = feed_context(data, base)
+    writer.take(Output(FEED_PATH, _hash(code, _canonical(feed)), lambda: render_feed(feed)))
+    report.feed_written = FEED_PATH in writer.written
+    for name, (digest, raw) in assets.items():
+        writer.take(Output(f"{ASSETS_DIR}/{name}", digest, functools.partial(bytes, raw)))
+    entries = dict(sorted(writer.entries.items()))
+    report.pages = sum(1 for path in entries if not path.startswith(ASSETS_DIR + "/"))
     report.deleted_paths = _delete_stale(out, owned, set(entries))
     report.deleted = len(report.deleted_paths)
     _save_owned(out, entries)
-    _save_manifest(manifest_path, out, entries)
     report.markdown = markdown.rendered
     report.seconds = time.perf_counter() - started
-    if search and (report.written or report.deleted or report.assets_written or not (out / PAGEFIND_DIR).is_dir()):
+    parts: dict[str, str] = {}
+    if indexer is not None:
+        # Parts of the kinds rendered first were indexed while the rest rendered: what is
+        # reported is the time search added after the last page.
         search_started = time.perf_counter()
-        run_pagefind(out)
+        parts, report.search = indexer.finish()
         report.search_seconds = time.perf_counter() - search_started
+    elif (out / PAGEFIND_DIR).is_dir():
+        _remove_tree(out / PAGEFIND_DIR)  # an index of pages that may be gone: none is better
+    _save_manifest(manifest_path, out, entries, parts)
     return report
 
 
+def _output(made: Page | Chunk, envs: Environments, site: dict[str, Any], generator: str, rows: Any) -> Output:
+    """The file a job made: its inputs hash, and the render call (run only when needed)."""
+    if isinstance(made, Page):
+        root = "../" * made.path.count("/")
+        context = {**made.context, "root": root, "site": site, "path": made.path}
+        template = made.template
+
+        def render_page() -> bytes:
+            return envs(root).get_template(template).render(context).encode("utf-8")
+
+        return Output(made.path, _hash(generator, template, _canonical(context)), render_page)
+    chunk = made
+    inputs = _hash(generator, chunk.table.macro, chunk.root, _canonical([chunk_data(chunk.rows), chunk.table.extra]))
+
+    def render_rows() -> bytes:
+        row = rows.macro(chunk.root, chunk.table.macro)
+        return render_chunk(chunk.rows, lambda ctx: row(ctx, chunk.table.extra))
+
+    return Output(chunk.path, inputs, render_rows)
+
+
+class _RowRenderers:
+    """The row macros of ``_rows.html`` at the depth of the page that loads the chunk."""
+
+    def __init__(self, envs: Environments) -> None:
+        self.envs = envs
+
+    def macro(self, root: str, name: str) -> Any:
+        return getattr(self.envs(root).get_template("_rows.html").module, name)
+
+
 def _assets(folder: Path) -> dict[str, tuple[str, bytes]]:
-    """name -> (content hash, bytes) of the shipped CSS, JavaScript and icons."""
+    """name -> (content hash, bytes) of the shipped CSS, JavaScript and icons, and the code colours."""
     found: dict[str, tuple[str, bytes]] = {}
     for path in sorted(folder.iterdir()):
         if path.is_file() and not path.name.startswith("."):
             raw = path.read_bytes()
             found[path.name] = (_hash(raw), raw)
-    return found
+    css = highlight_css().encode("utf-8")
+    found["highlight.css"] = (_hash(css), css)
+    return dict(sorted(found.items()))
 
 
 def _tree_hash(folder: Path, pattern: str) -> str:
@@ -191,42 +261,45 @@ def _code_hash() -> str:
 # ------------------------------------------------------------------ writing
 
 
-def _write_outputs(
-    outputs: list[Output],
-    out: Path,
-    previous: dict[str, dict[str, Any]],
-    report: BuildReport,
-    stream: TextIO | None,
-) -> dict[str, dict[str, Any]]:
-    entries: dict[str, dict[str, Any]] = {}
-    todo: list[tuple[Output, Path]] = []
-    for output in outputs:
-        target = out / output.path
-        old = previous.get(output.path)
+class _Writer:
+    """Writes each output as it comes: skipped when its inputs are unchanged, written when its bytes differ."""
+
+    def __init__(
+        self, out: Path, previous: dict[str, dict[str, Any]], report: BuildReport, indexer: Indexer | None
+    ) -> None:
+        self.out = out
+        self.indexer = indexer
+        self.previous = previous
+        self.report = report
+        self.entries: dict[str, dict[str, Any]] = {}
+        self.written: set[str] = set()
+        self.made: set[Path] = set()
+
+    def take(self, output: Output) -> None:
+        target = self.out / output.path
+        old = self.previous.get(output.path)
         if old is not None and old.get("inputs") == output.inputs and _size(target) == old.get("size"):
-            entries[output.path] = old
-        else:
-            todo.append((output, target))
-    bar = Progress(len(todo), stream)
-    made: set[Path] = set()
-    for output, target in todo:
+            self.entries[output.path] = old
+            if self.indexer is not None:
+                self.indexer.page(output.path, output.inputs)
+            return
         raw = output.render()
-        report.rendered += 1
+        self.report.rendered += 1
         size = _size(target)
         changed = size is None or size != len(raw) or target.read_bytes() != raw
         if size is None:
-            _write_new(target, raw, made)
+            _write_new(target, raw, self.made)
         elif changed:
             _write(target, raw)
         if changed and output.path.startswith(ASSETS_DIR + "/"):
-            report.assets_written += 1
+            self.report.assets_written += 1
         elif changed:
-            report.written += 1
-            report.written_paths.append(output.path)
-        entries[output.path] = {"inputs": output.inputs, "size": len(raw)}
-        bar.step()
-    bar.done()
-    return dict(sorted(entries.items()))
+            self.report.written += 1
+            self.report.written_paths.append(output.path)
+            self.written.add(output.path)
+        self.entries[output.path] = {"inputs": output.inputs, "size": len(raw)}
+        if self.indexer is not None:
+            self.indexer.page(output.path, output.inputs)
 
 
 def _size(path: Path) -> int | None:
@@ -294,49 +367,27 @@ def _save_owned(out: Path, entries: dict[str, dict[str, Any]]) -> None:
         _write(out / NOJEKYLL, b"")
 
 
-def _read_manifest(path: Path, out: Path) -> dict[str, dict[str, Any]]:
-    """The previous build's entries, if it wrote to the same folder; else nothing."""
+def _read_manifest(path: Path, out: Path) -> dict[str, Any]:
+    """The previous build's entries and search parts, if it wrote to the same folder; else nothing."""
     try:
         body = json.loads(path.read_text("utf-8"))
     except (OSError, ValueError):
         return {}
     if not isinstance(body, dict) or body.get("format") != MANIFEST_FORMAT or body.get("out") != str(out):
         return {}
-    pages = body.get("pages")
-    return pages if isinstance(pages, dict) else {}
+    pages, search = body.get("pages"), body.get("search")
+    return {"pages": pages if isinstance(pages, dict) else {}, "search": search if isinstance(search, dict) else {}}
 
 
-def _save_manifest(path: Path, out: Path, entries: dict[str, dict[str, Any]]) -> None:
-    body = {"format": MANIFEST_FORMAT, "out": str(out), "pages": entries}
+def _save_manifest(path: Path, out: Path, entries: dict[str, dict[str, Any]], search: dict[str, str]) -> None:
+    body = {"format": MANIFEST_FORMAT, "out": str(out), "pages": entries, "search": search}
     # A read-only store keeps no manifest: every build there is a full one, nothing is lost.
     with contextlib.suppress(OSError):
         _write(path, (json.dumps(body, indent=0, sort_keys=True) + "\n").encode("utf-8"))
 
 
-# ------------------------------------------------------------------ search
-
-
-def run_pagefind(out: Path) -> None:
-    """Index the whole folder once, into a fresh bundle swapped in place of the old one."""
-    fresh = out / f".{PAGEFIND_DIR}-new"
-    shutil.rmtree(fresh, ignore_errors=True)
-    result = subprocess.run(
-        [sys.executable, "-m", "pagefind", "--site", str(out), "--output-path", str(fresh), "--silent"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if result.returncode != 0:
-        shutil.rmtree(fresh, ignore_errors=True)
-        detail = (result.stderr or result.stdout).strip()[-500:]
-        raise CodexmemError("ERR_WRITE_FAILED", f"pagefind failed to index {out}: {detail}")
-    old = out / f".{PAGEFIND_DIR}-old"
-    shutil.rmtree(old, ignore_errors=True)
-    current = out / PAGEFIND_DIR
-    if current.exists():
-        os.replace(current, old)
-    os.replace(fresh, current)
-    shutil.rmtree(old, ignore_errors=True)
+def _remove_tree(folder: Path) -> None:
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 # ------------------------------------------------------------------ progress

@@ -5,14 +5,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from codexmem.render.site.data import Rec, SiteData, url_of
+from codexmem.render.site.data import Rec, SiteData, texts_of, url_of
 from codexmem.render.site.pieces import backlinks, history
+from codexmem.render.site.tables import Row, Table, param_of
 
 TABLE_TEXT_CHARS = 100
 SORT_CHARS = 40
 WIDE_CHARS = 40
+LONG_TEXT_CHARS = 80
 UNKNOWN_RANK = 10_000
 ELLIPSIS = "…"
+NUMERIC = frozenset({"number", "currency", "percentage", "rating", "boolean", "select", "multi_select"})
+FACT_TYPES = frozenset({"select", "multi_select", "number", "currency", "percentage", "rating", "boolean", "date"})
 
 
 def channel_list(data: SiteData) -> list[Rec]:
@@ -28,8 +32,15 @@ def channel_list(data: SiteData) -> list[Rec]:
     ]
 
 
-def _fields(info: Rec) -> list[Rec]:
-    """The schema's fields as templates need them (options keyed by value, with colours)."""
+def _fields(data: SiteData, cid: str) -> list[Rec]:
+    """The schema's fields as templates need them (options keyed by value, with chip classes)."""
+    found = data.fields.get(cid)
+    if found is None:
+        found = data.fields[cid] = _make_fields(data.channels[cid])
+    return found
+
+
+def _make_fields(info: Rec) -> list[Rec]:
     return [
         {
             "key": f["key"],
@@ -37,10 +48,21 @@ def _fields(info: Rec) -> list[Rec]:
             "type": f["type"],
             "result_type": (f.get("config") or {}).get("result_type"),
             "max_stars": (f.get("config") or {}).get("max_stars"),
-            "options": f["options"],
+            "options": {
+                v: {"label": o["label"], "cls": f"o{n}-{o['rank']}", "rank": o["rank"]} for v, o in f["options"].items()
+            },
             "option_list": f["option_list"],
         }
-        for f in info["fields"]
+        for n, f in enumerate(info["fields"])
+    ]
+
+
+def chip_styles(info: Rec) -> list[Rec]:
+    """One CSS rule per option (class, background, text colour): cells then carry a short class."""
+    return [
+        {"cls": f"o{n}-{o['rank']}", "color": o["color"], "fg": o["fg"]}
+        for n, f in enumerate(info["fields"])
+        for o in f["options"].values()
     ]
 
 
@@ -51,7 +73,8 @@ def _relation_refs(data: SiteData, info: Rec, items: list[Rec]) -> dict[str, Rec
         for key in keys:
             for target in item["values"].get(key) or []:
                 if isinstance(target, str):
-                    refs[target] = data.ref(target)
+                    ref = data.ref(target)
+                    refs[target] = {"title": ref["title"], "url": ref["url"]}
     return dict(sorted(refs.items()))
 
 
@@ -67,9 +90,9 @@ def _sort_key(field: Rec, value: Any, refs: dict[str, Rec]) -> str | int | float
         return None
     kind = field["type"]
     if kind == "select":
-        return field["options"][value]["rank"] if value in field["options"] else UNKNOWN_RANK
+        return int(field["options"][value]["rank"]) if value in field["options"] else UNKNOWN_RANK
     if kind == "multi_select":
-        ranks = [field["options"][v]["rank"] for v in value if v in field["options"]]
+        ranks = [int(field["options"][v]["rank"]) for v in value if v in field["options"]]
         return min(ranks) if ranks else UNKNOWN_RANK
     if kind == "relation":
         return " ".join(str(refs.get(v, {}).get("title", v)) for v in value)[:SORT_CHARS].lower()
@@ -88,71 +111,126 @@ def _short(field: Rec, value: Any) -> Any:
     return value
 
 
-def channel_page(data: SiteData, cid: str) -> dict[str, Any]:
-    info = data.channels[cid]
-    fields = _fields(info)
-    items = list(data.items[cid].values())
-    refs = _relation_refs(data, info, items)
-    numeric = {"number", "currency", "percentage", "rating", "boolean", "select", "multi_select"}
-    # The title field names the row (first column, a link); json is too bulky for a cell.
-    columns = [
-        {**f, "sort": "num" if f["type"] in numeric or f.get("result_type") in ("number", "boolean") else "text"}
+def _columns(info: Rec, fields: list[Rec]) -> list[Rec]:
+    """Every field but the title (it names the row) and json (too bulky for a cell)."""
+    return [
+        {
+            **f,
+            "sort": "num" if f["type"] in NUMERIC or f.get("result_type") in ("number", "boolean") else "text",
+            "cls": "c-key" if f["key"] == info["key_field"] else ("c-sel" if f["type"] == "select" else ""),
+        }
         for f in fields
         if f["type"] != "json" and f["key"] != info["title_key"]
     ]
-    title_label = next((f["label"] for f in fields if f["key"] == info["title_key"]), "Item")
-    rows = []
-    for item in items:
+
+
+def items_table(data: SiteData, cid: str) -> Table:
+    """The channel's items, newest first; chunks cut in creation order."""
+    info = data.channels[cid]
+    fields = _fields(data, cid)
+    items = list(data.items[cid].values())
+    refs = _relation_refs(data, info, items)
+    columns = _columns(info, fields)
+    rows: list[Row] = []
+    for position, item in enumerate(items):
+        ref = data.ref(item["item_id"])
         cells = []
+        keys: list[Any] = [str(ref["title"])[:SORT_CHARS].lower()]
         filters: dict[str, list[str]] = {}
         for f in columns:
             value = _cell_value(f, item)
-            cells.append({"value": _short(f, value), "sort": _sort_key(f, value, refs)})
+            cells.append(_short(f, value))
+            keys.append(_sort_key(f, value, refs))
             if f["type"] == "select":
-                filters[f["key"]] = [value] if isinstance(value, str) else []
+                filters[param_of(f["key"])] = [value] if isinstance(value, str) else []
             elif f["type"] == "multi_select":
-                filters[f["key"]] = [v for v in value or [] if isinstance(v, str)]
-        rows.append(
-            {
-                "ref": data.ref(item["item_id"]),
-                "cells": cells,
-                "filters": filters,
-                "version": item["version"],
-                "updated_at": item["updated_at"],
-            }
-        )
+                filters[param_of(f["key"])] = [v for v in value or [] if isinstance(v, str)]
+        keys.append(item["updated_at"])
+        ctx = {"ref": {"title": ref["title"], "url": ref["url"]}, "cells": cells, "updated_at": item["updated_at"]}
+        rows.append(Row(ctx=ctx, order=-position, chunk=f"{position // 1000:04d}", keys=keys, filters=filters))
     for n, column in enumerate(columns):
         # Columns of long texts wrap (and are clamped by the stylesheet); the rest stay on one line.
         column["wide"] = column["type"] == "relation" or any(
-            isinstance(r["cells"][n]["value"], str) and len(r["cells"][n]["value"]) > WIDE_CHARS for r in rows
+            isinstance(r.ctx["cells"][n], str) and len(r.ctx["cells"][n]) > WIDE_CHARS for r in rows
         )
+    title_label = next((f["label"] for f in fields if f["key"] == info["title_key"]), "Item")
+    header = [{"key": "title", "label": title_label, "sort": "text", "cls": "c-title"}]
+    header += [{"key": c["key"], "label": c["label"], "sort": c["sort"], "cls": c["cls"]} for c in columns]
+    header.append({"key": "updated", "label": "Updated", "sort": "text", "cls": "c-date"})
+    return Table(
+        id="items",
+        macro="item_row",
+        columns=header,
+        filters=[
+            {
+                "param": param_of(f["key"]),
+                "label": f["label"],
+                "options": [{"value": v, "label": f["options"][v]["label"]} for v in f["option_list"]],
+            }
+            for f in columns
+            if f["type"] in ("select", "multi_select")
+        ],
+        rows=rows,
+        text_filter=True,
+        noun="item",
+        extra={"columns": columns, "refs": refs},
+    )
+
+
+def channel_page(data: SiteData, cid: str) -> dict[str, Any]:
+    info = data.channels[cid]
     return {
         "title": info["name"],
+        "section": "channels",
         "crumbs": [{"label": "Channels", "url": "channels/"}],
         "channel": {"id": cid, "name": info["name"], "description": info.get("description", "")},
-        "columns": columns,
-        "title_label": title_label,
-        "filters": [f for f in columns if f["type"] in ("select", "multi_select")],
-        "rows": rows,
-        "refs": refs,
+        "chips": chip_styles(info),
+        "has_formulas": any(f["type"] == "formula" for f in info["fields"]),
+        "as_of": data.now.strftime("%Y-%m-%d"),
         "history": history(data, cid),
         "backlinks": backlinks(data, cid),
     }
 
 
 def item_page(data: SiteData, cid: str, item: Rec) -> dict[str, Any]:
+    """Status, owner, numbers and dates on top; long texts below (a phone reads the facts first)."""
     info = data.channels[cid]
     iid = item["item_id"]
-    fields = _fields(info)
+    fields = _fields(data, cid)
     known = {f["key"] for f in fields}
+    ref = data.ref(iid)
+    facts: list[Rec] = []
+    texts: list[Rec] = []
+    for f in fields:
+        value = _cell_value(f, item)
+        if f["key"] in (info["title_key"], info["key_field"]):
+            continue
+        entry = {**f, "value": value}
+        long_text = isinstance(value, str) and (len(value) > LONG_TEXT_CHARS or "\n" in value)
+        if f["type"] == "json" or (f["type"] == "text" and long_text):
+            texts.append(entry)
+        else:
+            facts.append(entry)
+    facts.sort(key=lambda e: 0 if e["type"] in FACT_TYPES or e["type"] == "formula" else 1)
+    crumbs = [{"label": "Channels", "url": "channels/"}, {"label": info["name"], "url": url_of("channel", cid)}]
+    mention_texts = texts_of(e["value"] for e in texts + facts if e["type"] == "text")
     return {
-        "title": data.ref(iid)["title"],
-        "crumbs": [{"label": "Channels", "url": "channels/"}, {"label": info["name"], "url": url_of("channel", cid)}],
+        "title": f"{ref['ticket']} {ref['title']}" if ref.get("ticket") else ref["title"],
+        "section": "channels",
+        "crumbs": crumbs,
         "channel": {"id": cid, "name": info["name"], "url": url_of("channel", cid)},
-        "item": item,
-        "fields": [{**f, "value": _cell_value(f, item)} for f in fields],
+        "ticket": ref.get("ticket"),
+        "heading": ref["title"],
+        "item": {k: item[k] for k in ("item_id", "version", "created_at", "updated_at")},
+        "chips": chip_styles(info),
+        "facts": facts,
+        "texts": texts,
+        "has_formulas": any(f["type"] == "formula" for f in fields),
+        "as_of": data.now.strftime("%Y-%m-%d"),
+        "status_label": ref.get("status_label"),
         "unknown": {k: v for k, v in sorted(item["values"].items()) if k not in known},
         "refs": _relation_refs(data, info, [item]),
+        "mentions": data.mentions(*mention_texts, root="../../../"),
         "history": history(data, iid),
         "backlinks": backlinks(data, iid),
     }

@@ -11,15 +11,17 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from codexmem.models.channel import COLOR_RE, ChannelSchema
 from codexmem.models.records import HANDOFF_STATUSES, NOTE_STATUSES, NOTE_TYPES
+from codexmem.render.markdown import RECORD_ID_RE, TOKEN_RE, mention_pattern
 from codexmem.store.layout import CHANNEL, HANDOFF, IMPORT, ITEM, NOTE, SESSION
 from codexmem.store.store import Store
-from codexmem.timeutil import format_ts, parse_ts
+from codexmem.timeutil import format_ts, utcnow
 
 Rec = dict[str, Any]
 
@@ -81,6 +83,31 @@ class SiteData:
     files: dict[str, list[Rec]] = field(default_factory=dict)
     session_events: dict[str, list[Rec]] = field(default_factory=dict)
     refs: dict[str, Rec] = field(default_factory=dict)
+    wrote: dict[str, dict[str, int]] = field(default_factory=dict)
+    """session id -> how many notes and handoffs it wrote."""
+    mention_urls: dict[str, str] = field(default_factory=dict)
+    """Every record id and ticket a text may name -> its URL from the site root."""
+    mention_re: re.Pattern[str] = RECORD_ID_RE
+    mention_probes: tuple[str, ...] = ()
+    """Substrings one of which every id or ticket contains: most texts hold none, and skip the search."""
+    fields: dict[str, list[Rec]] = field(default_factory=dict)
+    """channel id -> its fields as templates need them (made once per build)."""
+
+    def mentions(self, *texts: str | None, root: str) -> dict[str, str]:
+        """The ids and tickets ``texts`` name that the store holds, as URLs relative to a page.
+
+        Part of a page's context, so a page that names a record is rendered again when that
+        record appears or disappears.
+        """
+        found: dict[str, str] = {}
+        for text in texts:
+            if text and any(probe in text for probe in self.mention_probes):
+                for word in self.mention_re.findall(text):
+                    token = word.strip("._-")
+                    url = self.mention_urls.get(token)
+                    if url is not None:
+                        found[token] = root + url
+        return dict(sorted(found.items()))
 
     def ref(self, rid: str) -> Rec:
         """A small link to any record: kind, id, title, url; ``missing`` when it is not here."""
@@ -101,8 +128,18 @@ class SiteData:
 # ------------------------------------------------------------------ loading
 
 
+def build_day(moment: datetime | None = None) -> datetime:
+    """The start (00:00 UTC) of the build's day: formulas move at most once a day."""
+    current = (moment or utcnow()).astimezone(UTC)
+    return current.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
 def load(store: Store, *, now: datetime | None = None) -> SiteData:
-    """Read every record and event once; compute refs, formulas, history and backlinks."""
+    """Read every record and event once; compute refs, formulas, history and backlinks.
+
+    ``now`` (the time formulas are computed at) defaults to the start of the build's UTC day,
+    never to the latest change: one change must not move every item's age.
+    """
     index = store.fresh_index(full=True)
     config = store.config
     records = {
@@ -119,7 +156,7 @@ def load(store: Store, *, now: datetime | None = None) -> SiteData:
         key=lambda e: (e["at"], e["event_id"]),
         reverse=True,
     )
-    moment = now or _latest(records, raw_items, events)
+    moment = now or build_day()
     data = SiteData(
         title=config.site.title or _default_title(store),
         now=moment,
@@ -137,18 +174,10 @@ def load(store: Store, *, now: datetime | None = None) -> SiteData:
     )
     _collect_projects(data, store)
     _collect_refs(data)
+    _collect_mentions(data)
     _collect_history(data)
     _collect_links(data)
     return data
-
-
-def _latest(records: dict[str, dict[str, Rec]], items: dict[str, list[Rec]], events: list[Rec]) -> datetime:
-    """The time of the latest event or record change: stable output without a wall clock."""
-    stamps = [str(r.get("updated_at") or "") for group in records.values() for r in group.values()]
-    stamps += [str(r["updated_at"]) for rows in items.values() for r in rows]
-    stamps += [events[0]["at"]] if events else []
-    latest = max(stamps, default="")
-    return parse_ts(latest) if latest else parse_ts("1970-01-01T00:00:00.000Z")
 
 
 def _default_title(store: Store) -> str:
@@ -190,7 +219,13 @@ def _channel_info(schema: ChannelSchema) -> Rec:
         }
         f["option_list"] = [o["value"] for o in options]
     text_keys = [f["key"] for f in info["fields"] if f["type"] == "text"]
-    info["title_key"] = "title" if "title" in text_keys else (text_keys[0] if text_keys else None)
+    unique = [f["key"] for f in info["fields"] if f["type"] == "text" and f.get("is_unique")]
+    # The ticket: a unique text field names an item to people (``BUG-0012``).
+    info["key_field"] = unique[0] if unique else None
+    titles = [k for k in text_keys if k != info["key_field"]]
+    info["title_key"] = "title" if "title" in titles else (titles[0] if titles else info["key_field"])
+    selects = [f["key"] for f in info["fields"] if f["type"] == "select"]
+    info["status_key"] = "status" if "status" in selects else None
     return info
 
 
@@ -253,18 +288,62 @@ def _collect_refs(data: SiteData) -> None:
             "status": None,
             "project": None,
         }
-        key = info["title_key"]
+        key, ticket_key, status_key = info["title_key"], info["key_field"], info["status_key"]
+        status_field = next((f for f in info["fields"] if f["key"] == status_key), None)
         for iid, item in data.items[cid].items():
             value = item["values"].get(key) if key else None
-            title = value if isinstance(value, str) and value.strip() else iid
+            title = str(value) if isinstance(value, str) and value.strip() else iid
+            ticket = item["values"].get(ticket_key) if ticket_key else None
+            state = item["values"].get(status_key) if status_key else None
             data.refs[iid] = {
                 "kind": "item",
                 "id": iid,
                 "title": title,
                 "url": url_of("item", iid, cid),
                 "status": None,
+                "status_label": _option_label(status_field, state),
+                "ticket": ticket if isinstance(ticket, str) and ticket != title else None,
+                "channel": info["name"],
                 "project": None,
             }
+
+
+def _option_label(field: Rec | None, value: object) -> str | None:
+    if field is None or not isinstance(value, str):
+        return None
+    option = field["options"].get(value)
+    return str(option["label"]) if option else value
+
+
+def _collect_mentions(data: SiteData) -> None:
+    """Ids of every record, and tickets that name exactly one item across the channels."""
+    urls = {rid: ref["url"] for rid, ref in data.refs.items() if ref["kind"] != "channel"}
+    seen: dict[str, int] = defaultdict(int)
+    tickets: dict[str, str] = {}
+    for cid, info in data.channels.items():
+        key = info["key_field"]
+        if key is None:
+            continue
+        for iid, item in data.items[cid].items():
+            value = item["values"].get(key)
+            if isinstance(value, str) and TOKEN_RE.fullmatch(value):
+                seen[value] += 1
+                tickets[value] = url_of("item", iid, cid)
+    unique = {t: u for t, u in tickets.items() if seen[t] == 1 and t not in urls}
+    urls.update(unique)
+    data.mention_urls = urls
+    data.mention_re, data.mention_probes = mention_pattern(unique)
+
+
+def texts_of(values: Iterable[object]) -> list[str]:
+    """The strings among values (and in lists of them), for :meth:`SiteData.mentions`."""
+    out: list[str] = []
+    for value in values:
+        if isinstance(value, str):
+            out.append(value)
+        elif isinstance(value, list):
+            out.extend(v for v in value if isinstance(v, str))
+    return out
 
 
 def _ref(kind: str, rid: str, title: str, status: str, rec: Rec) -> Rec:
@@ -334,6 +413,11 @@ def _collect_links(data: SiteData) -> None:
         for rid, pairs in links.items()
     }
     data.tags = {tag: sorted(ids) for tag, ids in sorted(tags.items())}
+    wrote: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for kind in ("note", "handoff"):
+        for rec in data.records[kind].values():
+            wrote[rec["session_id"]][kind] += 1
+    data.wrote = {sid: dict(counts) for sid, counts in wrote.items()}
     data.files = {path: [data.ref(rid) for _kind, rid in sorted(refs)] for path, refs in sorted(files.items())}
 
 

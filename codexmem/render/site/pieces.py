@@ -28,6 +28,22 @@ def note_row(note: Rec) -> Rec:
     }
 
 
+def session_row(data: SiteData, session: Rec) -> Rec:
+    """A session in a list: when, what, where it ran, and how much it wrote."""
+    sid = session["session_id"]
+    return {
+        "id": sid,
+        "url": url_of("session", sid),
+        "task": session["task"],
+        "status": session["status"],
+        "branch": session["branch_name"],
+        "started_at": session["started_at"],
+        "ended_at": session.get("ended_at"),
+        "notes": data.wrote.get(sid, {}).get("note", 0),
+        "handoffs": data.wrote.get(sid, {}).get("handoff", 0),
+    }
+
+
 def handoff_row(data: SiteData, handoff: Rec) -> Rec:
     return {
         "id": handoff["handoff_id"],
@@ -62,7 +78,7 @@ def event_row(data: SiteData, event: Rec) -> Rec:
         "type": event["type"],
         "version": event["version"],
         "changed": event["changed"],
-        "ref": ref,
+        "ref": {"title": ref["title"], "url": ref["url"]},
         "project": project,
         "channel": event["channel"],
         "where": (data.projects[project]["name"] if project in data.projects else "")
@@ -71,6 +87,11 @@ def event_row(data: SiteData, event: Rec) -> Rec:
 
 
 def history(data: SiteData, rid: str) -> list[Rec]:
+    """The history rows of one record, oldest first: the one place a page's history comes from.
+
+    Today a row names the fields a change touched (the events say no more); when events carry
+    each change's values, this function is where old -> new values are worked out.
+    """
     return [
         {
             "at": e["at"],

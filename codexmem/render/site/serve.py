@@ -46,9 +46,8 @@ def url_of(server: ThreadingHTTPServer, prefix: str = "/") -> str:
     return f"http://{HOST}:{server.server_address[1]}{prefix}"
 
 
-def serve(directory: Path, *, port: int = 0) -> None:
-    """Serve until Ctrl-C; prints the URL first."""
-    server = make_server(directory, port=port)
+def serve(server: ThreadingHTTPServer, directory: Path) -> None:
+    """Serve until Ctrl-C (the server from :func:`make_server`, already bound); prints the URL first."""
     print(f"serving {directory} at {url_of(server)} (Ctrl-C stops)", flush=True)
     try:
         server.serve_forever()
