@@ -16,6 +16,7 @@ from store_fixtures import GIT_ENV, make_repo
 
 from codexmem.cli.main import main
 from codexmem.render.agents import BEGIN_MARKER, END_MARKER
+from codexmem.store.gitsetup import ATTRIBUTES_COMMENT, STORE_ATTRIBUTES
 from codexmem.store.init import STORE_GIT_FILES, GitLines, ensure_lines
 from codexmem.store.yamlio import dump_yaml, load_yaml
 
@@ -86,10 +87,9 @@ def test_init_appends_to_a_persons_git_files_once_and_says_so(
     assert (code, err) == (0, "")
     after = tree(repo)
     assert after[".gitignore"] == b"dist/\n/_site/\n"
-    assert after["memory/.gitattributes"] == (
-        b"*.bin binary\r\n*.psd lfs\r\n# Event shards are append-only: a union merge keeps both sides' lines.\r\n"
-        b"events/**/*.jsonl merge=union\r\n"
-    )
+    assert after["memory/.gitattributes"] == "\r\n".join(
+        ["*.bin binary", "*.psd lfs", ATTRIBUTES_COMMENT, *STORE_ATTRIBUTES, ""]
+    ).encode("utf-8")
     assert (
         after["memory/.gitignore"]
         == b"/.cache/\n# ours\n# codexmem: local state, never committed\n/.lock\n/.journal/\n"
@@ -100,7 +100,7 @@ def test_init_appends_to_a_persons_git_files_once_and_says_so(
     lines = out.splitlines()
     assert lines[:-1] == [
         "added /.lock, /.journal/ to memory/.gitignore",
-        "added events/**/*.jsonl merge=union to memory/.gitattributes",
+        f"added {', '.join(STORE_ATTRIBUTES)} to memory/.gitattributes",
         "created memory/codexmem.yaml",
         "added /_site/ to .gitignore",
     ]
@@ -118,7 +118,7 @@ def test_ensure_lines_adds_each_missing_line_once(tmp_path: Path) -> None:
     more = GitLines((*wanted.lines, "c merge=union"), "# why")
     assert [c.added for c in ensure_lines(path, more)] == [("c merge=union",)]
     assert path.read_text() == "# why\na merge=union\nb -diff\nc merge=union\n"
-    assert STORE_GIT_FILES[".gitattributes"].lines == ("events/**/*.jsonl merge=union",)
+    assert STORE_GIT_FILES[".gitattributes"].lines == STORE_ATTRIBUTES
 
 
 def test_a_store_in_a_work_tree_declares_its_project_unless_shared(

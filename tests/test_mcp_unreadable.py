@@ -51,7 +51,7 @@ async def test_bootstrap_warns_of_unreadable_files_and_reads_name_the_file_once(
             ids.append(saved["data"]["note"]["note_id"])
     for note_id in ids[:4]:  # four notes broken by hand
         path = store_path / "notes" / f"{note_id}.md"
-        path.write_text(path.read_text().replace("title: ", "title: [unclosed ", 1))
+        path.write_text(path.read_text().replace("title:\n  ", "title:\n  [unclosed ", 1))
 
     async with Client(server(store_path), mode="legacy") as client:
         boot = await call(client, "memory_bootstrap_session", cwd=str(web))
