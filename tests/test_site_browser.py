@@ -341,14 +341,17 @@ def test_chip_background_is_the_option_colour(site: tuple[Fixture, str], tab: Wa
     assert odd.evaluate("c => getComputedStyle(c).backgroundColor") == "rgb(239, 68, 68)"  # #ef4444
 
 
-def test_history_lists_every_version_of_an_edited_item(site: tuple[Fixture, str], tab: Watched) -> None:
+def test_history_shows_each_change_old_to_new(site: tuple[Fixture, str], tab: Watched) -> None:
     fx, base = site
     page = tab.page
     page.goto(f"{base}channels/bugs/{fx.items['Submit button stays disabled']}/")
-    entries = page.locator("section.history li")
-    assert entries.count() == 3
-    assert [entries.nth(i).get_attribute("data-version") for i in range(3)] == ["1", "2", "3"]
-    assert "values.owner" in entries.nth(2).inner_text() and "cli:tester" in entries.nth(2).inner_text()
+    entries = page.locator("section.history ol.timeline > li")
+    assert [entries.nth(i).get_attribute("data-version") for i in range(entries.count())] == ["1", "2", "3"]
+    assert "Status: In progress → Fixed" in entries.nth(1).inner_text()
+    assert entries.nth(1).locator(".changes .chip").count() == 2  # option labels as the table shows them
+    last = entries.nth(2).inner_text()
+    assert "cli:tester" in last and "Points: 3 → 5" in last and ": Aiko → Ren" in last
+    assert not tab.errors
 
 
 def test_activity_filters_by_project_and_kind(site: tuple[Fixture, str], tab: Watched) -> None:

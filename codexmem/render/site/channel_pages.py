@@ -231,6 +231,6 @@ def item_page(data: SiteData, cid: str, item: Rec) -> dict[str, Any]:
         "unknown": {k: v for k, v in sorted(item["values"].items()) if k not in known},
         "refs": _relation_refs(data, info, [item]),
         "mentions": data.mentions(*mention_texts, root="../../../"),
-        "history": history(data, iid),
+        "history": history(data, iid, fields),
         "backlinks": backlinks(data, iid),
     }

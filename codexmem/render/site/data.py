@@ -19,7 +19,8 @@ from typing import Any
 from codexmem.models.channel import COLOR_RE, ChannelSchema
 from codexmem.models.records import HANDOFF_STATUSES, NOTE_STATUSES, NOTE_TYPES
 from codexmem.render.markdown import RECORD_ID_RE, TOKEN_RE, mention_pattern
-from codexmem.store.layout import CHANNEL, HANDOFF, IMPORT, ITEM, NOTE, SESSION
+from codexmem.render.site.history import git_versions, read_details, record_history
+from codexmem.store.layout import CHANNEL, HANDOFF, IMPORT, ITEM, KINDS, NOTE, SESSION
 from codexmem.store.store import Store
 from codexmem.timeutil import format_ts, utcnow
 
@@ -175,7 +176,7 @@ def load(store: Store, *, now: datetime | None = None) -> SiteData:
     _collect_projects(data, store)
     _collect_refs(data)
     _collect_mentions(data)
-    _collect_history(data)
+    _collect_history(data, store)
     _collect_links(data)
     return data
 
@@ -357,8 +358,9 @@ def _ref(kind: str, rid: str, title: str, status: str, rec: Rec) -> Rec:
     }
 
 
-def _collect_history(data: SiteData) -> None:
-    """Each record's events, oldest first; sessions also get the events they caused."""
+def _collect_history(data: SiteData, store: Store) -> None:
+    """Each record's events, oldest first, with the values each change set (the shards read once;
+    git fills in events from before values were recorded); sessions also get the events they caused."""
     by_record: dict[str, list[Rec]] = defaultdict(list)
     by_session: dict[str, list[Rec]] = defaultdict(list)
     sessions = data.records["session"]
@@ -366,9 +368,18 @@ def _collect_history(data: SiteData) -> None:
         by_record[event["id"]].append(event)
         if event["actor"] in sessions:
             by_session[event["actor"]].append(event)
-    for events in by_record.values():
+    details = read_details(store.layout)
+    lacking = {(e["kind"], e["id"]) for e in data.events if e["event_id"] not in details.values}
+    from_git = git_versions(store.layout, lacking)
+    for rid, events in by_record.items():
         events.sort(key=lambda e: (e["version"], e["at"], e["event_id"]))
-    data.history = dict(by_record)
+        kind = KINDS[events[0]["kind"]]
+        channel = events[0]["channel"]
+        current = (
+            data.items.get(channel or "", {}).get(rid) if kind is ITEM else data.records.get(kind.name, {}).get(rid)
+        )
+        versions = from_git.get((kind.name, rid), {})
+        data.history[rid] = record_history(kind, events, details, versions, current)
     data.session_events = {sid: list(reversed(evs)) for sid, evs in by_session.items()}
 
 

@@ -5,7 +5,13 @@ Each returns plain data holding only what a page shows of the records it links t
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from codexmem.render.site.data import Rec, SiteData, file_slug, url_of
+
+PLAIN_VALUE_CHARS = 200
+"""A short value in a history row; longer texts are shown as a word diff instead."""
 
 
 def project_ref(data: SiteData, pid: str) -> Rec:
@@ -86,22 +92,46 @@ def event_row(data: SiteData, event: Rec) -> Rec:
     }
 
 
-def history(data: SiteData, rid: str) -> list[Rec]:
+def history(data: SiteData, rid: str, fields: list[Rec] | None = None) -> list[Rec]:
     """The history rows of one record, oldest first: the one place a page's history comes from.
 
-    Today a row names the fields a change touched (the events say no more); when events carry
-    each change's values, this function is where old -> new values are worked out.
+    Each change is old -> new (``fields``, an item's schema fields, shows them as the table does:
+    option labels and chips), a word diff for long texts, or "not recorded" where neither the
+    events nor git know the values (see :mod:`codexmem.render.site.history`).
     """
+    spec = {f["key"]: f for f in fields or []}
     return [
         {
             "at": e["at"],
             "actor": actor(data, e["actor"]),
+            "author": e["author"],
             "type": e["type"],
             "version": e["version"],
-            "changed": e["changed"],
+            "parallel": e["parallel"],
+            "changes": [_change_view(c, spec.get(c["key"])) for c in e["changes"]],
+            "snapshot": e["snapshot"],
         }
         for e in data.history.get(rid, [])
     ]
+
+
+def _change_view(change: Rec, f: Rec | None) -> Rec:
+    view = {**change, "label": f["label"] if f else change["key"].replace("_", " "), "f": f}
+    if change["kind"] in ("value", "unknown") and f is None:
+        view["old"], view["new"] = plain_value(change["old"]), plain_value(change["new"])
+    return view
+
+
+def plain_value(value: Any) -> str:
+    """A field's value as short text, for records without a schema (notes, handoffs, sessions)."""
+    if value is None or value == "" or value == []:
+        return "—"
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(", ", ": "))
+    text = str(value)
+    return text if len(text) <= PLAIN_VALUE_CHARS else text[: PLAIN_VALUE_CHARS - 1] + "…"
 
 
 def backlinks(data: SiteData, rid: str) -> list[Rec]:

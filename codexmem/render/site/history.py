@@ -1,0 +1,245 @@
+"""History with values: what each change of a record set, as old -> new, for its page.
+
+Format 2 events carry the new value of every field they changed (``set``) and the events they
+follow (``parents``), so a record's state after each event is its parents' state plus what it
+set, and a change's old value is its parents' value (two branches' parallel versions each
+compare with their own parent, not with each other). Events from before ``codexmem migrate``
+carry no values: the record file as git committed it at that version fills them in, read for
+the whole store in one ``git log`` and one ``git cat-file --batch``, never one call per file.
+Where neither knows a value, the row says so.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import subprocess
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from codexmem.gitrepo import discover_repository
+from codexmem.store import events as ev
+from codexmem.store.history import record_fields
+from codexmem.store.layout import Kind, Layout, identify_relpath
+from codexmem.store.recordfile import parse
+from codexmem.store.yamlio import YamlError
+
+Rec = dict[str, Any]
+UNKNOWN: Any = object()
+"""A value neither the events nor git know (an event from before values were recorded)."""
+GIT_TIMEOUT_S = 120
+KEPT_EQUAL_WORDS = 8
+"""In a word diff, unchanged runs longer than this show only their ends around an ellipsis."""
+_WORDS = re.compile(r"\s+|[^\s]+")
+
+
+@dataclass
+class Details:
+    """What the site's index rows of events do not hold: the values, parents and author."""
+
+    values: dict[str, Rec] = field(default_factory=dict)
+    """event id -> the fields it set (format 2 events only)."""
+    parents: dict[str, list[str]] = field(default_factory=dict)
+    author: dict[str, str] = field(default_factory=dict)
+
+
+def read_details(layout: Layout) -> Details:
+    """Every shard read once; lines ``check`` would report are skipped, as the index skips them."""
+    found = Details()
+    for _rel, path in ev.list_shards(layout.events):
+        for line in ev.read_lines(path):
+            event = line.event
+            if event is None:
+                continue
+            eid = event["event_id"]
+            if "set" in event:
+                found.values[eid] = event["set"]
+            if "parents" in event:
+                found.parents[eid] = event["parents"]
+            if event.get("author"):
+                found.author[eid] = event["author"]
+    return found
+
+
+def git_versions(layout: Layout, wanted: set[tuple[str, str]]) -> dict[tuple[str, str], dict[int, Rec]]:
+    """(kind, id) -> version -> the record's fields, from every commit of its file that git holds.
+
+    One ``git log --raw`` over the store's folder lists every committed blob of every record
+    file; one ``git cat-file --batch`` reads those of the records ``wanted``. Empty outside git.
+    """
+    repo = discover_repository(layout.root)
+    if not wanted or not repo.has_git:
+        return {}
+    try:
+        store_rel = layout.root.resolve().relative_to(Path(repo.root).resolve()).as_posix()
+    except ValueError:
+        return {}
+    prefix = "" if store_rel == "." else store_rel + "/"
+    log = _git(repo.root, ["log", "--format=", "--raw", "--no-abbrev", "-z", "--no-renames", "--", store_rel or "."])
+    blobs: dict[str, tuple[Kind, str]] = {}
+    tokens = log.split(b"\0")
+    for i, token in enumerate(tokens[:-1]):
+        parts = token.lstrip(b"\n").decode("ascii", "replace").split()
+        if len(parts) < 5 or not parts[0].startswith(":") or set(parts[3]) == {"0"}:
+            continue  # a path, or a deletion (no blob to read)
+        name = tokens[i + 1].decode("utf-8", "surrogateescape")
+        found = identify_relpath(name[len(prefix) :]) if name.startswith(prefix) else None
+        if found is not None and (found[0].name, found[1]) in wanted:
+            blobs[parts[3]] = (found[0], found[1])
+    out: dict[tuple[str, str], dict[int, Rec]] = defaultdict(dict)
+    for blob, raw in _cat_blobs(repo.root, sorted(blobs)):
+        kind, rid = blobs[blob]
+        try:
+            data = parse(kind, raw, source=rid)
+        except (YamlError, ValueError):
+            continue
+        version = data.get("version", 1)
+        if isinstance(version, int) and not isinstance(version, bool):
+            out[(kind.name, rid)][version] = record_fields(kind, data)
+    return dict(out)
+
+
+def _git(root: str | Path, args: list[str], stdin: bytes | None = None) -> bytes:
+    done = subprocess.run(
+        ["git", "-c", "core.quotepath=off", *args],
+        cwd=root,
+        input=stdin,
+        capture_output=True,
+        timeout=GIT_TIMEOUT_S,
+        check=False,
+    )
+    return done.stdout if done.returncode == 0 else b""
+
+
+def _cat_blobs(root: str | Path, blobs: list[str]) -> Iterable[tuple[str, bytes]]:
+    if not blobs:
+        return []
+    out = _git(root, ["cat-file", "--batch"], stdin="".join(f"{b}\n" for b in blobs).encode("ascii"))
+    found: list[tuple[str, bytes]] = []
+    pos = 0
+    while pos < len(out):
+        end = out.index(b"\n", pos)
+        header = out[pos:end].split()
+        pos = end + 1
+        if len(header) != 3 or header[1] != b"blob":
+            continue  # "<id> missing"
+        size = int(header[2])
+        found.append((header[0].decode("ascii"), out[pos : pos + size]))
+        pos += size + 1
+    return found
+
+
+def record_history(
+    kind: Kind,
+    events: list[Rec],
+    details: Details,
+    from_git: Mapping[int, Rec],
+    current: Rec | None,
+) -> list[Rec]:
+    """Each event of one record, oldest first, with ``changes`` (field, old, new), ``parallel``
+    (another event has the same version: two branches changed it at once), ``author``, and
+    ``snapshot``: the record's texts at that version when they differ from today's."""
+    states: dict[str, State] = {}
+    previous: State = {}
+    counts: dict[int, int] = defaultdict(int)
+    for e in events:
+        if e["type"] != "migrated":  # a migration records a version as it stood, in parallel with nothing
+            counts[e["version"]] += 1
+    now_texts = _texts(kind, current) if current is not None else {}
+    rows: list[Rec] = []
+    for order, e in enumerate(events):
+        eid = e["event_id"]
+        parent_ids = details.parents.get(eid)
+        before = _merge_states([states[p] for p in parent_ids if p in states]) if parent_ids is not None else previous
+        if eid in details.values:
+            after = {**before, **{k: (v, order) for k, v in details.values[eid].items()}}
+        elif e["version"] in from_git:
+            known = from_git[e["version"]]
+            after = {k: before[k] if k in before and before[k][0] == v else (v, order) for k, v in known.items()}
+        else:
+            after = {**before, **{_key(k): (UNKNOWN, order) for k in e["changed"]}}
+        after = {k: entry for k, entry in after.items() if entry[0] is not None}
+        states[eid] = previous = after
+        old, new = _values(before), _values(after)
+        changes = []
+        if e["type"] not in ("created", "migrated"):
+            keys = sorted(details.values[eid]) if eid in details.values else [_key(k) for k in e["changed"]]
+            changes = [_change(kind, key, old.get(key), new.get(key)) for key in keys]
+        snapshot = {k: v for k, v in _texts(kind, new).items() if now_texts.get(k) != v and v is not UNKNOWN}
+        rows.append(
+            {
+                **e,
+                "author": details.author.get(eid),
+                "parallel": counts[e["version"]] > 1,
+                "changes": changes,
+                "snapshot": snapshot if current is not None else {},
+            }
+        )
+    return rows
+
+
+State = dict[str, tuple[Any, int]]
+"""field -> (value, the position of the event that set it): which of two parents changed a field later."""
+
+
+def _key(changed: str) -> str:
+    """A field as events name it: an item's ``values.status`` is its value ``status``."""
+    return changed.removeprefix("values.")
+
+
+def _merge_states(states: list[State]) -> State:
+    """The state a change followed: its parents'. Where two branches' states differ, the value set
+    later wins (a merge keeps each branch's changes; the resolution's own values say the rest)."""
+    merged: State = {}
+    for state in states:
+        for key, entry in state.items():
+            if key not in merged or entry[1] > merged[key][1]:
+                merged[key] = entry
+    return merged
+
+
+def _values(state: State) -> Rec:
+    return {k: v for k, (v, _order) in state.items()}
+
+
+def _texts(kind: Kind, state: Rec) -> Rec:
+    """The long text of a note or handoff, which a person may want to read as it was."""
+    body = kind.body_field
+    return {body: state[body]} if body and body in state else {}
+
+
+def _change(kind: Kind, key: str, old: Any, new: Any) -> Rec:
+    if old is UNKNOWN or new is UNKNOWN:
+        known = new is not UNKNOWN
+        return {"key": key, "kind": "unknown", "old": None, "new": new if known else None, "new_known": known}
+    if isinstance(old, str) and isinstance(new, str) and (key == kind.body_field or "\n" in old + new):
+        return {"key": key, "kind": "diff", "diff": word_diff(old, new)}
+    return {"key": key, "kind": "value", "old": old, "new": new}
+
+
+def word_diff(old: str, new: str) -> list[Rec]:
+    """``[{"op": "eq"|"del"|"ins", "text": ...}]``: words (and the spaces between them) removed and
+    added; long unchanged runs keep only their ends, so a one-word edit of a long note stays short."""
+    a, b = _WORDS.findall(old), _WORDS.findall(new)
+    out: list[Rec] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if op == "equal":
+            out.append({"op": "eq", "text": _shorten_equal(a[i1:i2], first=not out, last=i2 == len(a))})
+            continue
+        if i2 > i1:
+            out.append({"op": "del", "text": "".join(a[i1:i2])})
+        if j2 > j1:
+            out.append({"op": "ins", "text": "".join(b[j1:j2])})
+    return out
+
+
+def _shorten_equal(tokens: list[str], *, first: bool, last: bool) -> str:
+    keep = 2 * KEPT_EQUAL_WORDS  # words and the spaces between them
+    if len(tokens) <= 2 * keep:
+        return "".join(tokens)
+    head = "" if first else "".join(tokens[:keep]).rstrip() + " "
+    tail = "" if last else " " + "".join(tokens[-keep:]).lstrip()
+    return f"{head}…{tail}"

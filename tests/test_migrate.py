@@ -1,0 +1,117 @@
+"""``codexmem migrate`` on a real format 1 store (tests/fixtures/format1, written by the format 1
+code itself), committed in a real repository one step at a time: the store is refused until
+migrated, migration is clean and idempotent, and the site's history completes the events from
+before values were recorded from git, in one pass, or says it cannot."""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import io
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from store_fixtures import git
+
+from codexmem.check import check_store
+from codexmem.cli.main import EXIT_USAGE, main
+from codexmem.errors import CodexmemError
+from codexmem.render.site import build_site
+from codexmem.store.store import Store
+from codexmem.store.yamlio import load_yaml
+
+FIXTURE = Path(__file__).parent / "fixtures" / "format1"
+NOTE_ID = "note_01KJPWF1700PK27611J93PDAV1"
+ITEM_ID = "item_01KJPWJPD0PWKAKMEFR65HAQS1"
+
+
+def cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+def legacy_repo(tmp_path: Path, steps: tuple[int, ...] = (1, 2, 3)) -> Path:
+    """A repository whose ``memory/`` store went through ``steps``, one commit each."""
+    repo = tmp_path / "team"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.name", "Pat Doe")
+    git(repo, "config", "user.email", "pat@example.com")
+    for step in steps:
+        shutil.rmtree(repo / "memory", ignore_errors=True)
+        shutil.copytree(FIXTURE / f"step{step}", repo / "memory")
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", f"memory, step {step}")
+    return repo / "memory"
+
+
+def history_text(page: Path) -> str:
+    """The history section of a page as a person reads it."""
+    text = page.read_text()
+    start = text.index('<section class="history"')
+    section = text[start : text.index("</section>", start)]
+    return html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", section)))
+
+
+def test_a_format_1_store_is_refused_until_migrated_then_checks_clean(tmp_path: Path) -> None:
+    store = legacy_repo(tmp_path)
+    declared = f"projects:\n- id: proj_shop\n  name: shop\n  roots:\n  - {tmp_path}/team/shop\n"
+    (store / "codexmem.yaml").write_text((store / "codexmem.yaml").read_text() + declared)
+    with pytest.raises(CodexmemError, match="has format 1: run `codexmem migrate"):
+        Store(store)
+    code, _, err = cli("summary", "--store", str(store))
+    assert code == EXIT_USAGE and "codexmem migrate" in err
+
+    code, out, err = cli("migrate", "--store", str(store))
+    assert (code, err) == (0, ""), err
+    assert "4 records rewritten and recorded" in out
+    assert f"codexmem.yaml: {tmp_path}/team/shop is now relative to the store" in out
+    migrated = load_yaml((store / "codexmem.yaml").read_text())
+    assert migrated["format"] == 2 and migrated["projects"][0]["roots"] == ["../shop"]
+    note = (store / "notes" / f"{NOTE_ID}.md").read_text()
+    assert "updated_at" not in note and "note_id" not in note and "status:\n  resolved" in note
+    result = check_store(store)
+    assert result.errors == [], result.errors
+    assert "merge=codexmem" in (store / ".gitattributes").read_text()
+
+    code, out, _ = cli("migrate", "--store", str(store))
+    assert code == 0 and "already in the current format" in out
+
+    git(store.parent, "add", "-A")
+    git(store.parent, "commit", "-q", "-m", "codexmem migrate")
+    code, out, err = cli("items", "edit", "bugs", ITEM_ID, "--json", '{"points": 5}', "--store", str(store))
+    assert (code, err) == (0, ""), err
+    assert "version:\n  4" in (store / "channels" / "bugs" / "items" / f"{ITEM_ID}.yaml").read_text()
+    assert check_store(store).errors == []
+
+
+def test_history_before_migration_comes_from_git_in_one_pass(tmp_path: Path) -> None:
+    store = legacy_repo(tmp_path)
+    assert cli("migrate", "--store", str(store))[0] == 0
+    site = tmp_path / "site"
+    build_site(Store(store), site, search=False)
+    item = history_text(site / "channels" / "bugs" / ITEM_ID / "index.html")
+    assert "Status : New → Triaged" in item.replace("  ", " ")
+    assert "Status : Triaged → Fixed" in item.replace("  ", " ")
+    assert "Points : — → 3" in item.replace("  ", " ")
+    note = history_text(site / "notes" / NOTE_ID / "index.html")
+    assert "status : active → resolved" in note.replace("  ", " ")
+    assert "not recorded" not in item + note
+
+
+def test_history_says_so_where_neither_the_events_nor_git_know(tmp_path: Path) -> None:
+    """Step 2 was never committed: version 2's values are known to nobody; version 3's new
+    values are (git has step 3), its old ones are not."""
+    store = legacy_repo(tmp_path, steps=(1, 3))
+    assert cli("migrate", "--store", str(store))[0] == 0
+    site = tmp_path / "site"
+    build_site(Store(store), site, search=False)
+    item = " ".join(history_text(site / "channels" / "bugs" / ITEM_ID / "index.html").split())
+    assert "Status : changed; neither the events nor git hold the values" in item
+    assert "Status : not recorded → Fixed" in item
+    assert "Points : — → 3" in item  # version 1 (in git) had no points, and version 2 did not set them
+    assert "parallel" not in item  # the migration's record of version 3 is no second version 3

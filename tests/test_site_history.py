@@ -1,0 +1,106 @@
+"""History with values on the site (issue 19, item 1), from a real store in a real repository:
+each change old -> new with option labels, a word diff for a note's text with its earlier version
+to read, who made each change, and two branches' parallel versions each against its own parent."""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+from merge_fixtures import Repo, new_repo
+
+from codexmem.render.site import build_site
+from codexmem.render.site.history import word_diff
+from codexmem.store.resolve import resolve
+
+
+def history_html(page: Path) -> str:
+    text = page.read_text()
+    start = text.index('<section class="history"')
+    return text[start : text.index("</section>", start)]
+
+
+def readable(fragment: str) -> str:
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", fragment)).split())
+
+
+def rows(page: Path) -> list[str]:
+    """Each history row as a person reads it."""
+    section = history_html(page)
+    return [
+        readable(li)
+        for li in re.findall(r'<li data-version="\d+">(.*?)</li>\s*(?=<li data-version|</ol>)', section, re.S)
+    ]
+
+
+def build(repo: Repo, tmp_path: Path) -> Path:
+    out = tmp_path / "site"
+    build_site(repo.store(), out, search=False)
+    return out
+
+
+def test_item_changes_show_old_and_new_values_and_parallel_versions(tmp_path: Path) -> None:
+    repo = new_repo(tmp_path / "shop")
+    item = repo.item(title="Checkout times out")
+    repo.commit("a bug")
+    repo.branch("triage")
+    repo.person("Bob Jones")
+    repo.edit(item, status="triaged", severity="s2")
+    repo.commit("triage")
+    repo.checkout("main")
+    repo.branch("estimate")
+    repo.person("Carol White")
+    repo.edit(item, points=5)
+    repo.commit("estimate")
+    repo.checkout("main")
+    assert repo.merge("triage") == []
+    assert repo.merge("estimate") == []
+    repo.person("Alice Smith")
+    repo.edit(item, status="fixed")
+
+    page = build(repo, tmp_path) / "channels" / "bugs" / item / "index.html"
+    got = rows(page)
+    assert got[0].startswith("v1 created")
+    triage = next(r for r in got if "Bob Jones" in r)
+    estimate = next(r for r in got if "Carol White" in r)
+    # Both are version 2, made at once on two branches; each compares with version 1, its parent.
+    assert triage.startswith("v2 parallel") and estimate.startswith("v2 parallel")
+    assert "Severity : — → S2" in triage and "Status : New → Triaged" in triage
+    assert "Points : — → 5" in estimate and "Status" not in estimate
+    # The change after the merge follows both: its old value is the merged one.
+    assert got[-1].startswith("v3 updated") and "Status : Triaged → Fixed" in got[-1]
+    assert "(Alice Smith)" in got[-1]
+    assert 'class="chip' in history_html(page)  # option values are shown as the table shows them
+
+
+def test_a_note_text_change_is_a_word_diff_with_the_earlier_version_to_read(tmp_path: Path) -> None:
+    repo = new_repo(tmp_path / "shop")
+    scope, session = repo.session()
+    filler = " ".join(f"word{i}" for i in range(60))
+    note = repo.note(scope, session, "Retry policy", content=f"Retry settlement three times. {filler} Then page.")
+    repo.commit("a note")
+    path = repo.store_root / "notes" / f"{note}.md"
+    path.write_text(path.read_text().replace("three times", "five times"))  # a person's edit
+    assert [r.what for r in resolve(repo.store())] == ["recorded"]
+
+    page = build(repo, tmp_path) / "notes" / note / "index.html"
+    section = history_html(page)
+    assert "<del>three</del><ins>five</ins>" in section
+    assert "…" in readable(section)  # sixty unchanged words are not all repeated
+    assert "word30" not in readable(section.split("<details")[0])
+    earlier = re.search(r'<details class="version"><summary>Show v1 as it was</summary>(.*?)</details>', section, re.S)
+    assert earlier is not None and "Retry settlement three times." in html.unescape(earlier.group(1))
+    assert "word30" in earlier.group(1)  # the whole earlier text, not the diff
+
+
+def test_word_diff_keeps_the_changed_words_and_the_ends_of_long_unchanged_runs() -> None:
+    old = "alpha " + " ".join(f"w{i}" for i in range(40)) + " omega"
+    new = "ALPHA " + " ".join(f"w{i}" for i in range(40)) + " omega!"
+    parts = word_diff(old, new)
+    assert [p["op"] for p in parts] == ["del", "ins", "eq", "del", "ins"]
+    assert parts[0]["text"] == "alpha" and parts[1]["text"] == "ALPHA"
+    middle = parts[2]["text"]
+    assert "…" in middle and middle.startswith(" w0 w1") and middle.rstrip().endswith("w38 w39")
+    assert (parts[3]["text"], parts[4]["text"]) == ("omega", "omega!")
+    assert word_diff("same text", "same text") == [{"op": "eq", "text": "same text"}]
