@@ -6,7 +6,9 @@ note naming a file its repository never held."""
 from __future__ import annotations
 
 import contextlib
+import html
 import io
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,8 @@ from memory_fixtures import call, mcp_client
 from store_fixtures import git
 
 from codexmem.cli.main import EXIT_USAGE, main
+from codexmem.render.site import build_site
+from codexmem.store.store import Store
 from codexmem.store.init import init_store
 
 pytestmark = pytest.mark.anyio
@@ -130,6 +134,16 @@ async def test_a_retracted_note_is_kept_never_served_and_check_still_passes(repo
         assert done["ok"] and done["data"]["record"]["status"] == "retracted", done
         boot = (await call(client, "memory_bootstrap_session", cwd=str(repo)))["data"]
         assert boot["latest_handoff"] is None
+
+    # The site keeps it for people, struck through with the reason.
+    site = repo / "_site"
+    build_site(Store(store), site, search=False)
+    page = (site / "notes" / new["note_id"] / "index.html").read_text()
+    assert '<h1 data-pagefind-meta="title" class="retracted">Retry payments with backoff</h1>' in page
+    assert f"<strong>Retracted</strong>: {html.escape(REASON)}" in page
+    listed = (site / "projects" / boot["scope"]["project_id"] / "notes" / "index.html").read_text()
+    assert re.search(rf'href="[^"]*{new["note_id"]}/" class="retracted">', listed)
+    assert not re.search(rf'href="[^"]*{old["note_id"]}/" class="retracted">', listed)
 
 
 async def test_retract_refuses_what_it_cannot_do_in_one_line(repo: Path) -> None:
