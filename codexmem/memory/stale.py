@@ -1,9 +1,9 @@
 """``codexmem stale``: the notes whose anchored files changed or went away since they were saved.
 
 Which notes are stale comes from one tree listing at HEAD (``anchors.head_tree``); what happened
-to each file comes from one ``git log --name-status -M`` per anchor commit, shared by every note
-saved at that commit. A commit that is no longer in the clone (a squash-merged branch) falls back
-to the commits since the note was saved, by date.
+to their files comes from one ``git log --name-status -M`` over the commits since the oldest of
+them was saved, whatever the number of anchor commits. A commit that is no longer in the clone
+(a squash-merged branch) falls back to the commits since the note was saved, by date.
 """
 
 from __future__ import annotations
@@ -12,16 +12,20 @@ import subprocess
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
 
 from codexmem.memory.anchors import GIT_TIMEOUT_S, HeadTree, anchor_root, changed_paths, head_tree
 from codexmem.store.layout import NOTE
 from codexmem.store.store import Store
+from codexmem.timeutil import parse_ts
 
 SHOWN_COMMITS = 3
 """Commits listed per file: the first ones after the anchor; the rest are counted."""
-_LOG_FORMAT = "--format=%x01%h%x02%s"
+LOG_FORMAT = "--format=%x01%H%x02%h%x02%P%x02%ct%x02%s"
+CLOCK_MARGIN = timedelta(days=1)
+"""Commits a little older than the oldest stale note are read too: clocks differ between machines."""
 
 Change = Literal["changed", "deleted", "renamed"]
 
@@ -86,41 +90,106 @@ def find_stale(store: Store) -> StaleReport:
             report.unanchored_projects.append(project)
             continue
         report.anchored += len(by_project[project])
-        history = History(root, tree)
-        stale = [note for row in by_project[project] if (note := history.stale_note(row)) is not None]
-        if stale:
-            report.projects[project] = stale
+        changed = [(row, paths) for row in by_project[project] if (paths := changed_paths(row["anchor"], tree))]
+        if not changed:
+            continue
+        history = History.read(root, tree, [row for row, _ in changed])
+        report.projects[project] = [history.stale_note(row, paths) for row, paths in changed]
     return report
 
 
+@dataclass
+class Commit:
+    short: str
+    subject: str
+    time: int
+    """Committer date (Unix seconds): compared with a note's ``created_at`` when its anchor is gone."""
+
+
 class History:
-    """What happened to files since an anchor, one ``git log`` per anchor commit (kept)."""
+    """The commits that touched the stale notes' files since their anchors, from one ``git log``.
+
+    The log covers every commit made since the oldest stale note was saved (a day's margin for
+    clocks), oldest first; each commit's ancestors are a bit set, so "after the anchor" is "not
+    the anchor nor one of its ancestors" for any history shape (branches, merges), with no git
+    call per anchor. An anchor outside that log (a squash-merged branch's commit, gone) falls
+    back to the commits made after the note was saved.
+    """
 
     def __init__(self, root: Path, tree: HeadTree) -> None:
         self.root = root
         self.tree = tree
-        self._ranges: dict[str, dict[str, list[Touch]] | None] = {}
+        self.commits: list[Commit] = []
+        self.index: dict[str, int] = {}
+        self.ancestors: list[int] = []
+        """Per commit, a bit set of the listed commits it descends from."""
+        self.by_path: dict[str, list[tuple[int, Touch]]] = defaultdict(list)
+        self.present: set[str] = set()
+        """Anchor commits this clone holds."""
         self._by_blob: dict[str, str] | None = None
 
-    def stale_note(self, row: Mapping[str, Any]) -> StaleNote | None:
+    @classmethod
+    def read(cls, root: Path, tree: HeadTree, rows: Sequence[Mapping[str, Any]]) -> History:
+        history = cls(root, tree)
+        oldest = min(str(row["created_at"]) for row in rows)
+        since = (parse_ts(oldest) - CLOCK_MARGIN).strftime("%Y-%m-%dT%H:%M:%SZ")
+        out = history._git(
+            "log", "--topo-order", "--reverse", "-M", "--name-status", "-z", LOG_FORMAT, f"--since={since}", "HEAD"
+        )
+        history._parse(out or b"")
+        anchors = sorted({str(row["anchor"]["commit"]) for row in rows} - set(history.index))
+        if anchors:
+            checked = history._git("cat-file", "--batch-check", stdin="".join(f"{a}\n" for a in anchors))
+            history.present = {line.split()[0] for line in (checked or b"").decode().splitlines() if " commit " in line}
+        history.present |= set(history.index)
+        return history
+
+    def _parse(self, out: bytes) -> None:
+        for chunk in out.split(b"\x01")[1:]:
+            header, _, rest = chunk.partition(b"\0")
+            full, short, parents, when, subject = header.decode("utf-8", "replace").split("\x02", 4)
+            i = len(self.commits)
+            self.commits.append(Commit(short, subject, int(when or 0)))
+            self.index[full] = i
+            bits = 0
+            for parent in parents.split():
+                j = self.index.get(parent)
+                if j is not None:
+                    bits |= self.ancestors[j] | (1 << j)
+            self.ancestors.append(bits)
+            tokens = [t.decode("utf-8", "surrogateescape") for t in rest.lstrip(b"\n").split(b"\0")]
+            k = 0
+            while k < len(tokens) and tokens[k]:
+                status = tokens[k][:1]
+                two = status in ("R", "C")
+                if k + (2 if two else 1) >= len(tokens):
+                    break
+                touch = Touch(short, subject, status, tokens[k + 2] if two else None)
+                self.by_path[tokens[k + 1]].append((i, touch))
+                k += 3 if two else 2
+
+    def stale_note(self, row: Mapping[str, Any], paths: Sequence[str]) -> StaleNote:
         anchor = row["anchor"]
-        paths = changed_paths(anchor, self.tree)
-        if not paths:
-            return None
-        touches = self.touches_since(anchor["commit"])
-        in_clone = touches is not None
-        if touches is None:
-            touches = self._touches_by_date(row["created_at"], paths)
-        files = [self._file_change(path, anchor["files"][path], touches.get(path, [])) for path in paths]
+        commit = str(anchor["commit"])
+        files = [self._file_change(path, anchor["files"][path], self.touches(commit, path, row)) for path in paths]
         return StaleNote(
             note_id=row["note_id"],
             title=row["title"],
             type=row["type"],
             status=row["status"],
-            anchor_commit=anchor["commit"],
-            anchor_in_clone=in_clone,
+            anchor_commit=commit,
+            anchor_in_clone=commit in self.present,
             files=files,
         )
+
+    def touches(self, commit: str, path: str, row: Mapping[str, Any]) -> list[Touch]:
+        """The commits after ``commit`` that touched ``path``, oldest first."""
+        i = self.index.get(commit)
+        if i is None:
+            saved = parse_ts(str(row["created_at"])).timestamp()
+            return [t for j, t in self.by_path.get(path, []) if self.commits[j].time >= saved]
+        before = self.ancestors[i] | (1 << i)
+        return [t for j, t in self.by_path.get(path, []) if not (before >> j) & 1]
 
     def _file_change(self, path: str, blob: str, touches: Sequence[Touch]) -> FileChange:
         renamed_to = None
@@ -141,50 +210,16 @@ class History:
                 self._by_blob[b] = path
         return self._by_blob.get(blob)
 
-    def touches_since(self, commit: str) -> dict[str, list[Touch]] | None:
-        """Per path, the commits after ``commit`` up to HEAD that touched it, oldest first; None when
-        the commit is not in this clone."""
-        if commit not in self._ranges:
-            out = self._git("log", "-M", "--name-status", "-z", "--reverse", _LOG_FORMAT, f"{commit}..HEAD")
-            self._ranges[commit] = None if out is None else parse_log(out)
-        return self._ranges[commit]
-
-    def _touches_by_date(self, since: str, paths: Sequence[str]) -> dict[str, list[Touch]]:
-        out = self._git(
-            "log", "-M", "--name-status", "-z", "--reverse", _LOG_FORMAT, f"--since={since}", "HEAD", "--", *paths
-        )
-        return parse_log(out or b"")
-
-    def _git(self, *args: str) -> bytes | None:
+    def _git(self, *args: str, stdin: str | None = None) -> bytes | None:
         done = subprocess.run(
             ["git", "-c", "core.quotepath=off", *args],
             cwd=self.root,
+            input=stdin.encode("ascii") if stdin is not None else None,
             capture_output=True,
             timeout=GIT_TIMEOUT_S,
             check=False,
         )
         return done.stdout if done.returncode == 0 else None
-
-
-def parse_log(out: bytes) -> dict[str, list[Touch]]:
-    """``git log --name-status -z`` with ``%x01%h%x02%s`` headers, per path (the old path of a rename)."""
-    touches: dict[str, list[Touch]] = defaultdict(list)
-    for chunk in out.split(b"\x01")[1:]:
-        header, _, rest = chunk.partition(b"\0")
-        short, _, subject = header.decode("utf-8", "replace").partition("\x02")
-        tokens = [t.decode("utf-8", "surrogateescape") for t in rest.lstrip(b"\n").split(b"\0")]
-        i = 0
-        while i < len(tokens) and tokens[i]:
-            status = tokens[i][:1]
-            if status in ("R", "C") and i + 2 < len(tokens):
-                touches[tokens[i + 1]].append(Touch(short, subject, status, tokens[i + 2]))
-                i += 3
-            elif i + 1 < len(tokens):
-                touches[tokens[i + 1]].append(Touch(short, subject, status))
-                i += 2
-            else:
-                break
-    return dict(touches)
 
 
 def report_data(report: StaleReport) -> dict[str, Any]:
