@@ -37,6 +37,28 @@ def make_repo(path: Path, *, remote: str | None = None, branch: str = "main") ->
     return path
 
 
+def project_with_store(root: Path, files: dict[str, str]) -> Path:
+    """A git work tree holding ``files`` and its own store (``.codexmem``), all committed."""
+    make_repo(root)
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    init_store(root / ".codexmem", cwd=root)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "start")
+    return root
+
+
+async def saved_note(client: Client, boot: dict[str, Any], title: str, **fields: Any) -> dict[str, Any]:
+    """Save a note in the session ``boot`` started (a bootstrap's data); the stored note."""
+    values: dict[str, Any] = {"type": "discovery", "content": f"{title}: the details.", "importance": 5, **fields}
+    env = await call(
+        client, "memory_save_note", scope=boot["scope"], session_id=boot["session"]["session_id"], title=title, **values
+    )
+    assert env["ok"], env
+    return dict(env["data"]["note"])
+
+
 def shared_store(root: Path, *, system_name: str | None = "order-platform") -> Path:
     """A shared store (``codexmem init --store``) outside any repository; returns its path."""
     init_store(root, cwd=root.parent, system_name=system_name, shared=True)

@@ -13,13 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memory_fixtures import call, mcp_client
+from memory_fixtures import call, mcp_client, project_with_store, saved_note
 from store_fixtures import git
 
 from codexmem.cli.main import EXIT_USAGE, main
 from codexmem.render.site import build_site
 from codexmem.store.store import Store
-from codexmem.store.init import init_store
 
 pytestmark = pytest.mark.anyio
 REASON = "wrong: the gateway already retries"
@@ -37,32 +36,11 @@ def cli(*argv: str) -> tuple[int, str, str]:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "shop"
-    (root / "src").mkdir(parents=True)
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.name", "Test User")
-    git(root, "config", "user.email", "test@example.com")
-    (root / "src" / "pay.py").write_text("def pay():\n    return 1\n")
-    init_store(root / ".codexmem", cwd=root)
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "start")
-    return root
+    return project_with_store(tmp_path / "shop", {"src/pay.py": "def pay():\n    return 1\n"})
 
 
 async def save(client: Any, boot: dict[str, Any], title: str, **extra: Any) -> dict[str, Any]:
-    env = await call(
-        client,
-        "memory_save_note",
-        scope=boot["scope"],
-        session_id=boot["session"]["session_id"],
-        type="decision",
-        title=title,
-        content=f"{title}: payment retries.",
-        importance=5,
-        **extra,
-    )
-    assert env["ok"], env
-    return dict(env["data"]["note"])
+    return await saved_note(client, boot, title, type="decision", content=f"{title}: payment retries.", **extra)
 
 
 async def test_a_retracted_note_is_kept_never_served_and_check_still_passes(repo: Path) -> None:

@@ -58,10 +58,7 @@ def make_anchor(root: Path, paths: Iterable[str]) -> dict[str, Any] | None:
     when the repository has no commit yet. A path that is not a regular file (missing, a folder, a
     symlink, a path through a symlinked folder) is left out of ``files``: git holds no blob for it to
     compare with later."""
-    repo = discover_repository(root)
-    if repo.git_dir is None:
-        return None
-    commit = head_commit(repo.git_dir, repo.common_dir)
+    commit = head_of(root)
     if commit is None:
         return None
     files: dict[str, str] = {}
@@ -73,6 +70,12 @@ def make_anchor(root: Path, paths: Iterable[str]) -> dict[str, Any] | None:
         if blob is not None:
             files[rel] = blob
     return {"commit": commit, "files": files}
+
+
+def head_of(root: Path) -> str | None:
+    """The commit HEAD points at in the work tree ``root`` (read from files), None before the first."""
+    repo = discover_repository(root)
+    return head_commit(repo.git_dir, repo.common_dir) if repo.git_dir is not None else None
 
 
 def blob_id(path: Path, *, sha256: bool = False) -> str | None:
@@ -108,10 +111,7 @@ _TREES_LOCK = threading.Lock()
 
 def head_tree(root: Path) -> HeadTree | None:
     """HEAD's tree of the work tree ``root``, listed once per HEAD commit and kept; None without a commit."""
-    repo = discover_repository(root)
-    if repo.git_dir is None:
-        return None
-    commit = head_commit(repo.git_dir, repo.common_dir)
+    commit = head_of(root)
     if commit is None:
         return None
     key = normalize_path(root)
