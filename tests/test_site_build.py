@@ -324,7 +324,7 @@ def test_pages_exist_for_every_record_and_permalinks_are_stable(fx: Fixture, bui
 def test_history_backlinks_and_chips(fx: Fixture, built: Path) -> None:
     item = (built / f"channels/bugs/{fx.items['Submit button stays disabled']}/index.html").read_text()
     assert [f'data-version="{v}"' in item for v in (1, 2, 3)] == [True, True, True]
-    assert "<code>values.owner</code><code>values.points</code>" in item
+    assert '<li><span class="field">Points</span>: <span class="old">3</span> → <span class="new">5</span></li>' in item
     assert (
         '<h1 data-pagefind-meta="title"><span class="ticket">BUG-0001</span> Submit button stays disabled</h1>' in item
     )

@@ -28,16 +28,18 @@ def run(args: argparse.Namespace) -> int:
     from codexmem.cli.common import open_store
     from codexmem.errors import CodexmemError, Warnings, invalid_input
     from codexmem.memory.lifecycle import set_status
+    from codexmem.store.ids import check_record_id
     from codexmem.store.layout import HANDOFF, NOTE
     from codexmem.store.store import cli_actor
     from codexmem.timeutil import utcnow
 
+    store = open_store(args)
     kind = next((k for k in (NOTE, HANDOFF) if args.record_id.startswith(f"{k.prefix}_")), None)
     if kind is None:
-        raise invalid_input("ID", f"must be a note_... or handoff_... id, got {args.record_id!r}")
+        raise invalid_input("ID", "must be a note_... or handoff_... id")
+    check_record_id(args.record_id, str(kind.prefix), "ID")
     if not args.reason.strip():
         raise invalid_input("--reason", "must say why the record is retracted")
-    store = open_store(args)
     current = store.fresh_index().get(kind, args.record_id)
     if current is None:
         store.raise_if_unreadable(kind, args.record_id)
