@@ -50,7 +50,7 @@ from scripts import bugs_channel
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 STORES = HERE / ".stores"
-GENERATOR_VERSION = 4
+GENERATOR_VERSION = 5
 BATCH = 500
 END = datetime(2026, 11, 20, 17, 0, tzinfo=UTC)
 """The generated year ends here; the first generated record is a year earlier."""
@@ -62,8 +62,8 @@ PROJECTS = {  # name -> workspaces (clone folder names)
     "billing": ["billing", "billing-migration"],
 }
 PEOPLE = ("aiko", "mika", "ren", "jonas", "priya", "tomas")
-WRITERS = {p: f"{p}{n:04x}c0de"[:12] for n, p in enumerate(PEOPLE)}
-"""One event shard writer per person (their clone's writer id: 8-32 lower-case letters and digits)."""
+CLONES = {p: f"{n:04x}c0de" for n, p in enumerate(PEOPLE)}
+"""Each person writes from a clone of their own (its clone id names their events folder)."""
 GIT_ENV = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0"}
 
 # ------------------------------------------------------------------------------ vocabulary
@@ -581,7 +581,6 @@ def _memory_plan(rng: random.Random, notes: int, workspaces: list[Workspace]) ->
             "status": "active",
             "task": _fill(rng.choice(TASKS), rng, area),
             "branch_name": f"feat/{area.split()[-1].lower()}-{n % 97}",
-            "workspace_root": str(ws.root),
             "started_at": _ts(began),
             "updated_at": _ts(began),
         }
@@ -666,23 +665,24 @@ def _item_plan(rng: random.Random, count: int) -> list[list[Put]]:
                 "updated_at": _ts(edit_at),
                 "values": {**values, **bugs_channel.triage_values(rng, edit_at)},
             }
-            if edit_at < END:
-                changed = tuple(sorted(k for k in v2["values"] if v2["values"][k] != values.get(k)))
+            changed = tuple(sorted(k for k in v2["values"] if v2["values"][k] != values.get(k)))
+            if edit_at < END and changed:  # an edit that changes nothing writes no version
                 seconds.append(Put(edit_at, rng.choice(PEOPLE), "item", v2, "updated", changed))
                 if rng.random() < 0.4:
                     later = edit_at + timedelta(hours=rng.randint(2, 200), milliseconds=rng.randint(0, 999))
-                    if later < END:
+                    status = rng.choice(("fixed", "wont_fix"))
+                    if later < END and status != v2["values"].get("status"):
                         v3 = {
                             **v2,
                             "version": 3,
                             "updated_at": _ts(later),
-                            "values": {**v2["values"], "status": rng.choice(("fixed", "wont_fix"))},
+                            "values": {**v2["values"], "status": status},
                         }
                         thirds.append(Put(later, rng.choice(PEOPLE), "item", v3, "updated", ("status",)))
     return [sorted(p, key=lambda x: x.at) for p in (creates, seconds, thirds)]
 
 
-def _write(store: Any, puts: list[Put], *, schema: Any = None) -> None:
+def _write(stores: dict[str, Any], puts: list[Put], *, schema: Any = None) -> None:
     """Batches of ~BATCH puts, one transaction each, grouped by (month, writer) as clones write them."""
     from codexmem.records.fields import validate_values
     from codexmem.records.values import in_schema_order
@@ -694,7 +694,7 @@ def _write(store: Any, puts: list[Put], *, schema: Any = None) -> None:
     for (_month, writer), group in sorted(groups.items()):
         for i in range(0, len(group), BATCH):
             chunk = group[i : i + BATCH]
-            store._writer_id = WRITERS[writer]
+            store = stores[writer]
             with store.transaction(f"cli:{writer}", at=_ts(chunk[-1].at)) as txn:
                 for put in chunk:
                     data = put.data
@@ -713,6 +713,7 @@ def build(notes: int, seed: int = 1, *, durable: bool = False, quiet: bool = Fal
     """Generate the store of ``notes`` notes into its cache folder (replacing a partial one)."""
     from codexmem.records import service
     from codexmem.store.atomic import atomic_write
+    from codexmem.store.identity import Writer
     from codexmem.store.init import STORE_GITATTRIBUTES, STORE_GITIGNORE
     from codexmem.store.store import Store
     from codexmem.store.yamlio import dump_yaml
@@ -734,14 +735,14 @@ def build(notes: int, seed: int = 1, *, durable: bool = False, quiet: bool = Fal
     first, later = _memory_plan(rng, notes, workspaces)
     items = _item_plan(rng, min(notes, 10_000))
     with _no_fsync(not durable):
-        store = Store(memory)
-        store._writer_id = WRITERS[PEOPLE[0]]
+        stores = {p: Store(memory, writer=Writer(name=p, clone=CLONES[p])) for p in PEOPLE}
+        store = stores[PEOPLE[0]]
         service.add_channel(store, "bugs", bugs_channel.BUGS_SCHEMA, actor="cli:aiko", now=END - timedelta(days=366))
         schema = service.get_schema(store, "bugs")
         for phase in (first, later):
-            _write(store, phase)
+            _write(stores, phase)
         for phase in items:
-            _write(store, phase, schema=schema)
+            _write(stores, phase, schema=schema)
         store.fresh_index(full=True)
         store.index.close()
     # A sample of what the bench needs to build varied, valid calls.
