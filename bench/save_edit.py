@@ -157,18 +157,19 @@ def load() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", required=True, type=Path, help="an older checkout with its own .venv")
+    parser.add_argument("--current", type=Path, default=HERE, help="the checkout to compare (default: this one)")
     parser.add_argument("--sizes", default="1000,10000", help="note counts, comma-separated")
     parser.add_argument("--calls", type=int, default=200, help="measured saves and edits per side and size")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
-    baseline = args.baseline.resolve()
+    baseline, current = args.baseline.resolve(), args.current.resolve()
     print(f"load average before: {load()}", flush=True)
     rows = []
     with tempfile.TemporaryDirectory(prefix="codexmem-save-edit-") as tmp:
         for size in (int(s) for s in args.sizes.split(",") if s.strip()):
             sides = [
                 Side("baseline", baseline, interpreter(baseline)),
-                Side("current", HERE, interpreter(HERE)),
+                Side("current", current, interpreter(current)),
             ]
             for side in sides:
                 prepare(side, size, Path(tmp) / f"{side.name}-{size}")
@@ -180,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
             for side in sides:
                 for error in side.errors[:5]:
                     print(f"  {side.name} error: {error}", file=sys.stderr)
-    print(f"\nbaseline: {baseline} ({_commit(baseline)}); current: {HERE} ({_commit(HERE)})")
+    print(f"\nbaseline: {baseline} ({_commit(baseline)}); current: {current} ({_commit(current)})")
     head = ("notes", "tool", "baseline p50 ms", "baseline p95 ms", "current p50 ms", "current p95 ms")
     print("\n| " + " | ".join(head) + " | p50 current/baseline | calls |")
     print("|---:|---|---:|---:|---:|---:|---:|---:|")
