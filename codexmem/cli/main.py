@@ -38,6 +38,7 @@ COMMAND_MODULES = (
     "merge_cmd",
     "stale_cmd",
     "retract_cmd",
+    "diff_cmd",
 )
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2

@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import difflib
 import re
-import subprocess
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from codexmem.gitrepo import discover_repository
 from codexmem.store import events as ev
+from codexmem.store.gitread import BlobReader, run_git
 from codexmem.store.history import record_fields
 from codexmem.store.layout import Kind, Layout, identify_relpath
 from codexmem.store.recordfile import parse
@@ -30,7 +30,6 @@ from codexmem.store.yamlio import YamlError
 Rec = dict[str, Any]
 UNKNOWN: Any = object()
 """A value neither the events nor git know (an event from before values were recorded)."""
-GIT_TIMEOUT_S = 120
 KEPT_EQUAL_WORDS = 8
 """In a word diff, unchanged runs longer than this show only their ends around an ellipsis."""
 _WORDS = re.compile(r"\s+|[^\s]+")
@@ -78,7 +77,10 @@ def git_versions(layout: Layout, wanted: set[tuple[str, str]]) -> dict[tuple[str
     except ValueError:
         return {}
     prefix = "" if store_rel == "." else store_rel + "/"
-    log = _git(repo.root, ["log", "--format=", "--raw", "--no-abbrev", "-z", "--no-renames", "--", store_rel or "."])
+    log = (
+        run_git(repo.root, ["log", "--format=", "--raw", "--no-abbrev", "-z", "--no-renames", "--", store_rel or "."])
+        or b""
+    )
     blobs: dict[str, tuple[Kind, str]] = {}
     tokens = log.split(b"\0")
     for i, token in enumerate(tokens[:-1]):
@@ -90,7 +92,9 @@ def git_versions(layout: Layout, wanted: set[tuple[str, str]]) -> dict[tuple[str
         if found is not None and (found[0].name, found[1]) in wanted:
             blobs[parts[3]] = (found[0], found[1])
     out: dict[tuple[str, str], dict[int, Rec]] = defaultdict(dict)
-    for blob, raw in _cat_blobs(repo.root, sorted(blobs)):
+    with BlobReader(repo.root) as reader:
+        contents = reader.read_many(sorted(blobs))
+    for blob, raw in contents.items():
         kind, rid = blobs[blob]
         try:
             data = parse(kind, raw, source=rid)
@@ -100,36 +104,6 @@ def git_versions(layout: Layout, wanted: set[tuple[str, str]]) -> dict[tuple[str
         if isinstance(version, int) and not isinstance(version, bool):
             out[(kind.name, rid)][version] = record_fields(kind, data)
     return dict(out)
-
-
-def _git(root: str | Path, args: list[str], stdin: bytes | None = None) -> bytes:
-    done = subprocess.run(
-        ["git", "-c", "core.quotepath=off", *args],
-        cwd=root,
-        input=stdin,
-        capture_output=True,
-        timeout=GIT_TIMEOUT_S,
-        check=False,
-    )
-    return done.stdout if done.returncode == 0 else b""
-
-
-def _cat_blobs(root: str | Path, blobs: list[str]) -> Iterable[tuple[str, bytes]]:
-    if not blobs:
-        return []
-    out = _git(root, ["cat-file", "--batch"], stdin="".join(f"{b}\n" for b in blobs).encode("ascii"))
-    found: list[tuple[str, bytes]] = []
-    pos = 0
-    while pos < len(out):
-        end = out.index(b"\n", pos)
-        header = out[pos:end].split()
-        pos = end + 1
-        if len(header) != 3 or header[1] != b"blob":
-            continue  # "<id> missing"
-        size = int(header[2])
-        found.append((header[0].decode("ascii"), out[pos : pos + size]))
-        pos += size + 1
-    return found
 
 
 def record_history(

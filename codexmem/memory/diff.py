@@ -1,0 +1,543 @@
+"""``codexmem diff``: what a pull request changes in memory, as data for people and bots.
+
+Two sides are compared: two commits (``A..B``; ``A...B`` starts from their merge base), or a commit
+and the working tree (no argument: the merge base of HEAD and the default branch). The changed
+store files come from one ``git diff --name-status`` limited to the store's folder (plus one
+``git ls-files --others`` for new files not yet added, on the working-tree side); a commit's files
+are read through one ``git cat-file --batch`` process, never by checking anything out, and parsed
+by the same parser as every other reader (:func:`codexmem.store.recordfile.usable_record`).
+
+Only what a reviewer judges is reported: a note's title, type, status, importance, tags, files
+and text; a handoff's task, status and lists; a session's task and branch; an item's values. Ids,
+scopes, versions, anchors and timestamps are bookkeeping and left out. Who made each change comes
+from the events the change added (format 2 events carry the author; the actor is the session).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from codexmem.errors import CodexmemError
+from codexmem.gitrepo import find_git_root
+from codexmem.store import events as ev
+from codexmem.store.atomic import read_bytes_nofollow
+from codexmem.store.gitread import BlobReader, run_git
+from codexmem.store.ids import is_record_id
+from codexmem.store.layout import CHANNEL, EVENTS_DIR, HANDOFF, IMPORT, ITEM, NOTE, SESSION, Kind, identify_relpath
+from codexmem.store.recordfile import usable_record
+from codexmem.store.store import Store
+from codexmem.store.yamlio import MAX_YAML_BYTES, YamlError
+
+Rec = dict[str, Any]
+DEFAULT_BRANCHES = ("refs/remotes/origin/HEAD", "refs/heads/main", "refs/heads/master")
+WORKING_TREE = "working tree"
+FIRST_LINE_CHARS = 160
+REVISION_SHOWN = 80
+
+REVIEWED: dict[str, tuple[str, ...]] = {
+    "note": (
+        "title",
+        "type",
+        "status",
+        "superseded_by",
+        "status_reason",
+        "importance",
+        "tags",
+        "file_paths",
+        "content",
+    ),
+    "handoff": (
+        "task",
+        "kind",
+        "status",
+        "status_reason",
+        "next_steps",
+        "completed",
+        "open_questions",
+        "risks",
+        "files_touched",
+        "summary",
+    ),
+    "session": ("task", "status", "branch_name"),
+    "import": ("source", "external_id", "durable_memory_id", "suppressed", "suppression_reason", "content_changed"),
+}
+"""The fields a reviewer judges, per kind, in the order they are shown; an item's are its values."""
+STATUS_SECTIONS = {"superseded": "notes_superseded", "resolved": "notes_resolved", "retracted": "notes_retracted"}
+SECTIONS = (
+    "notes_added",
+    "notes_changed",
+    "notes_superseded",
+    "notes_resolved",
+    "notes_retracted",
+    "notes_deleted",
+    "handoffs",
+    "sessions",
+    "imports",
+    "items_added",
+    "items_changed",
+    "items_deleted",
+)
+"""Every kind of entry, in the order the output shows them within a project or channel."""
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of the comparison: a commit, or the working tree (``commit`` None)."""
+
+    revision: str
+    """What names it for a person: ``main``, ``feature``, ``HEAD~2``, ``working tree``."""
+    commit: str | None
+
+
+@dataclass
+class MemoryDiff:
+    base: Side
+    head: Side
+    entries: list[Rec] = field(default_factory=list)
+    """One per change, in output order; each has ``section``, ``group`` (a project's or channel's
+    name) and ``group_kind`` (``project``/``channel``), then what its section shows."""
+    unreadable: list[Rec] = field(default_factory=list)
+    """Changed files that do not parse on one side: ``{"path", "side", "problem"}``."""
+
+    def stat(self) -> dict[str, dict[str, int]]:
+        """How many changes of each kind (``notes``, ``handoffs``, ``sessions``, ``imports``, ``items``),
+        by what happened (``added``, ``superseded``...), in output order; kinds without any are left out."""
+        counts: dict[str, dict[str, int]] = {}
+        for entry in sorted(self.entries, key=lambda e: SECTIONS.index(e["section"])):
+            kind, _, what = entry["section"].partition("_")
+            what = what or entry.get("change", "changed")
+            counts.setdefault(kind, {}).setdefault(what, 0)
+            counts[kind][what] += 1
+        return counts
+
+
+# ------------------------------------------------------------------ revisions
+
+
+def store_repository(store: Store) -> tuple[Path, str]:
+    """The work tree holding the store and the store's folder inside it (``.`` at its root)."""
+    root = find_git_root(store.root)
+    if root is None:
+        raise CodexmemError(
+            "ERR_INVALID_INPUT",
+            f"the store {store.root} is not inside a git repository: diff compares git revisions of it",
+        )
+    try:
+        rel = store.root.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        raise CodexmemError("ERR_INVALID_INPUT", f"the store {store.root} is not inside {root}") from None
+    return root, rel
+
+
+def resolve_sides(root: Path, revisions: str | None) -> tuple[Side, Side]:
+    """The two sides ``revisions`` means, as git reads ``A..B``, ``A...B`` and ``A``."""
+    if revisions is None:
+        head = _commit(root, "HEAD", "HEAD has no commit yet: commit first, or name the revisions (A..B)")
+        found = (run_git(root, ["for-each-ref", "--format=%(refname)", *DEFAULT_BRANCHES]) or b"").decode().split()
+        default = next((ref for ref in DEFAULT_BRANCHES if ref in found), None)
+        if default is None:
+            raise CodexmemError(
+                "ERR_INVALID_INPUT",
+                "no default branch (origin/HEAD, main or master) to compare with: name the revisions, "
+                "e.g. `codexmem diff main...HEAD`",
+            )
+        name = default.removeprefix("refs/remotes/").removeprefix("refs/heads/")
+        return Side(name, _merge_base(root, _commit(root, default, ""), head, name, "HEAD")), Side(WORKING_TREE, None)
+    _check_revision_text(revisions)
+    for sep in ("...", ".."):
+        if sep in revisions:
+            left, right = (part or "HEAD" for part in revisions.split(sep, 1))
+            a, b = _known(root, left), _known(root, right)
+            if sep == "...":
+                return Side(left, _merge_base(root, a, b, left, right)), Side(right, b)
+            return Side(left, a), Side(right, b)
+    return Side(revisions, _known(root, revisions)), Side(WORKING_TREE, None)
+
+
+def _check_revision_text(text: str) -> None:
+    if not text or text.startswith("-") or any(ch.isspace() or not ch.isprintable() for ch in text):
+        raise CodexmemError(
+            "ERR_INVALID_INPUT",
+            f"revisions {_shown(text)} are not a revision range: give a revision (main), A..B or A...B",
+        )
+
+
+def _known(root: Path, revision: str) -> str:
+    return _commit(
+        root,
+        revision,
+        f"unknown revision {_shown(revision)}: name a branch, tag or commit of this repository "
+        "(`git log --oneline` lists commits)",
+    )
+
+
+def _commit(root: Path, revision: str, problem: str) -> str:
+    out = run_git(root, ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}"])
+    if not out:
+        raise CodexmemError("ERR_INVALID_INPUT", problem)
+    return out.decode("ascii").strip()
+
+
+def _merge_base(root: Path, a: str, b: str, left: str, right: str) -> str:
+    out = run_git(root, ["merge-base", a, b])
+    if not out:
+        raise CodexmemError(
+            "ERR_INVALID_INPUT", f"{_shown(left)} and {_shown(right)} have no common commit: compare them with A..B"
+        )
+    return out.decode("ascii").split()[0]
+
+
+def _shown(text: str) -> str:
+    cut = text if len(text) <= REVISION_SHOWN else text[:REVISION_SHOWN] + "…"
+    return repr(cut)
+
+
+# ------------------------------------------------------------------ reading both sides
+
+
+class Reader:
+    """The store's files on both sides: through one ``git cat-file --batch``, or from the work tree."""
+
+    def __init__(self, root: Path, store_rel: str, blobs: BlobReader) -> None:
+        self.root = root
+        self.prefix = "" if store_rel == "." else store_rel + "/"
+        self.blobs = blobs
+
+    def raw(self, side: Side, rel: str) -> bytes | None:
+        """The bytes of the store file ``rel`` (already checked to be a store path) on ``side``."""
+        if side.commit is not None:
+            return self.blobs.read(f"{side.commit}:{self.prefix}{rel}")
+        try:
+            return read_bytes_nofollow(self.root / (self.prefix + rel), MAX_YAML_BYTES * 2)
+        except (OSError, ValueError):
+            return None
+
+    def record(self, side: Side, rel: str) -> Rec | None:
+        """The record at ``rel`` on ``side``; None when absent; ValueError/YamlError when unusable."""
+        found = identify_relpath(rel)
+        raw = self.raw(side, rel) if found is not None else None
+        if found is None or raw is None:
+            return None
+        kind, rid, channel = found
+        return usable_record(raw, rel, kind, rid, channel)
+
+
+def changed_paths(root: Path, store_rel: str, base: Side, head: Side) -> list[tuple[str, str]]:
+    """``(status, path inside the store)`` of every store file that differs, sorted by path."""
+    pathspec = ["--", store_rel]
+    args = ["diff", "--name-status", "-z", "--no-renames", base.commit or "HEAD"]
+    if head.commit is not None:
+        args.append(head.commit)
+    out = run_git(root, [*args, *pathspec])
+    if out is None:
+        raise CodexmemError("ERR_INVALID_INPUT", "git could not compare the revisions (git diff failed)")
+    tokens = out.decode("utf-8", "surrogateescape").split("\0")
+    pairs = [(tokens[i][:1], tokens[i + 1]) for i in range(0, len(tokens) - 1, 2)]
+    if head.commit is None:  # new files nobody added yet are part of the working tree too
+        others = run_git(root, ["ls-files", "-z", "--others", "--exclude-standard", *pathspec]) or b""
+        pairs += [("A", p) for p in others.decode("utf-8", "surrogateescape").split("\0") if p]
+    prefix = "" if store_rel == "." else store_rel + "/"
+    return sorted((status, path[len(prefix) :]) for status, path in pairs if path.startswith(prefix))
+
+
+# ------------------------------------------------------------------ the comparison
+
+
+def memory_diff(store: Store, revisions: str | None) -> MemoryDiff:
+    """What changed in the store between the two sides ``revisions`` names."""
+    root, store_rel = store_repository(store)
+    base, head = resolve_sides(root, revisions)
+    paths = changed_paths(root, store_rel, base, head)
+    with BlobReader(root) as blobs:
+        reader = Reader(root, store_rel, blobs)
+        return _Comparison(store, reader, base, head).run(paths)
+
+
+class _Comparison:
+    def __init__(self, store: Store, reader: Reader, base: Side, head: Side) -> None:
+        self.store = store
+        self.reader = reader
+        self.diff = MemoryDiff(base, head)
+        self.names = {p.id: p.name for p in store.config.projects}
+        self.events: dict[str, list[Rec]] = defaultdict(list)
+        """record id -> the events the head side added for it."""
+        self.changed: dict[tuple[str, str], tuple[Rec | None, Rec | None]] = {}
+        self._titles: dict[str, str | None] = {}
+        self._sessions: dict[str, str | None] = {}
+        self._schemas: dict[str, Rec | None] = {}
+
+    def run(self, paths: list[tuple[str, str]]) -> MemoryDiff:
+        records: list[tuple[Kind, str, str | None, str]] = []
+        for _status, rel in paths:
+            if rel.startswith(EVENTS_DIR + "/") and ev.is_shard_relpath(rel[len(EVENTS_DIR) + 1 :]):
+                self._read_events(rel)
+            elif (found := identify_relpath(rel)) is not None and found[0] is not CHANNEL:
+                records.append((*found, rel))
+        for kind, rid, channel, rel in records:
+            old, new = self._side(self.diff.base, rel), self._side(self.diff.head, rel)
+            if old is not None or new is not None:
+                self.changed[(kind.name, rid)] = (old, new)
+                self._compare(kind, rid, channel, old, new)
+        self.diff.entries.sort(key=_order)
+        return self.diff
+
+    def _side(self, side: Side, rel: str) -> Rec | None:
+        try:
+            return self.reader.record(side, rel)
+        except (ValueError, YamlError) as exc:
+            self.diff.unreadable.append({"path": rel, "side": side.revision, "problem": str(exc)[:300]})
+            return None
+
+    def _read_events(self, rel: str) -> None:
+        """The lines the head side's shard holds and the base side's does not."""
+        before = {e["event_id"] for e in _events(self.reader.raw(self.diff.base, rel))}
+        for event in _events(self.reader.raw(self.diff.head, rel)):
+            if event["event_id"] not in before:
+                self.events[event["id"]].append(event)
+
+    # ------------------------------------------------------------ one record
+
+    def _compare(self, kind: Kind, rid: str, channel: str | None, old: Rec | None, new: Rec | None) -> None:
+        if kind is ITEM:
+            self._item(rid, str(channel), old, new)
+            return
+        if kind.name not in REVIEWED:
+            return
+        now = new if new is not None else old
+        assert now is not None
+        project = str(now.get("scope", {}).get("project_id", ""))
+        base: Rec = {
+            "group": self.names.get(project, project),
+            "group_kind": "project",
+            "project_id": project,
+            "id": rid,
+            "who": self._who(rid),
+        }
+        fields = REVIEWED[kind.name]
+        changes = _changes(fields, old or {}, new or {}) if old is not None and new is not None else []
+        if old is not None and new is not None and not changes:
+            return  # only bookkeeping changed (a scope, an anchor, the file's layout)
+        if kind is NOTE:
+            self._note(base, old, new, changes)
+        elif kind is HANDOFF:
+            self._handoff(base, old, new, changes)
+        elif kind is SESSION:
+            self._add(
+                base,
+                "sessions",
+                change=_change_word(old, new),
+                task=now.get("task", ""),
+                branch=now.get("branch_name", ""),
+                status=now.get("status"),
+                changes=changes,
+            )
+        elif kind is IMPORT:
+            self._add(base, "imports", change=_change_word(old, new), source=now.get("source"), changes=changes)
+
+    def _note(self, base: Rec, old: Rec | None, new: Rec | None, changes: list[Rec]) -> None:
+        if new is None:
+            assert old is not None
+            self._add(base, "notes_deleted", title=old["title"], type=old["type"])
+            return
+        if old is None:
+            self._add(
+                base,
+                "notes_added",
+                title=new["title"],
+                type=new["type"],
+                importance=new["importance"],
+                status=new["status"],
+                first_line=first_line(new["content"]),
+            )
+            return
+        status_section = STATUS_SECTIONS.get(new["status"]) if new["status"] != old["status"] else None
+        if status_section is not None:
+            moved: Rec = {"title": new["title"], "reason": new.get("status_reason")}
+            if new["status"] == "superseded":
+                by = new.get("superseded_by")
+                moved.update(by_id=by, by_title=self.note_title(by) if by else None)
+            self._add(base, status_section, **moved)
+            changes = [c for c in changes if c["field"] not in ("status", "superseded_by", "status_reason")]
+        if changes:
+            self._add(base, "notes_changed", title=new["title"], changes=changes)
+
+    def _handoff(self, base: Rec, old: Rec | None, new: Rec | None, changes: list[Rec]) -> None:
+        now = new if new is not None else old
+        assert now is not None
+        change = _change_word(old, new)
+        if old is not None and new is not None and new["status"] == "retracted" != old["status"]:
+            change = "retracted"
+            changes = [c for c in changes if c["field"] not in ("status", "status_reason")]
+        self._add(
+            base,
+            "handoffs",
+            change=change,
+            task=now["task"],
+            kind=now["kind"],
+            status=now["status"],
+            reason=now.get("status_reason") if change == "retracted" else None,
+            next_steps=list(now.get("next_steps") or []) if change == "added" else [],
+            changes=changes,
+        )
+
+    def _item(self, rid: str, channel: str, old: Rec | None, new: Rec | None) -> None:
+        schema = self.schema(channel)
+        fields = {f["key"]: f for f in (schema or {}).get("fields", [])}
+        now = new if new is not None else old
+        assert now is not None
+        values_old, values_new = (old or {}).get("values") or {}, (new or {}).get("values") or {}
+        keys = [*fields, *sorted(k for k in {*values_old, *values_new} if k not in fields)]
+        entry: Rec = {
+            "group": (schema or {}).get("name") or channel,
+            "group_kind": "channel",
+            "channel": channel,
+            "id": rid,
+            "title": item_title(schema, now.get("values") or {}),
+            "who": self._who(rid),
+        }
+        if old is None or new is None:
+            shown = [_item_value(fields.get(k), k, (values_new or values_old).get(k)) for k in keys]
+            entry["values"] = [v for v in shown if v["value"] not in (None, "", [])]
+            self._add(entry, "items_added" if old is None else "items_deleted")
+            return
+        changes = []
+        for key in keys:
+            if values_old.get(key) != values_new.get(key):
+                was, now_value = (
+                    _item_value(fields.get(key), key, v) for v in (values_old.get(key), values_new.get(key))
+                )
+                changes.append({"field": key, "label": was["label"], "old": was["value"], "new": now_value["value"]})
+        if changes:
+            self._add(entry, "items_changed", changes=changes)
+
+    def _add(self, base: Rec, section: str, **fields: Any) -> None:
+        self.diff.entries.append({"section": section, **base, **fields})
+
+    # ------------------------------------------------------------ names for ids
+
+    def note_title(self, note_id: str) -> str | None:
+        """A note's title from the head side, else the base side (a note deleted since)."""
+        if note_id not in self._titles:
+            self._titles[note_id] = self._field_of(NOTE, note_id, "title")
+        return self._titles[note_id]
+
+    def session_label(self, session_id: str) -> str | None:
+        if session_id not in self._sessions:
+            task = self._field_of(SESSION, session_id, "task")
+            branch = self._field_of(SESSION, session_id, "branch_name")
+            self._sessions[session_id] = task or (f"on {branch}" if branch else None)
+        return self._sessions[session_id]
+
+    def schema(self, channel: str) -> Rec | None:
+        if channel not in self._schemas:
+            rel = f"channels/{channel}/schema.yaml"
+            self._schemas[channel] = next(
+                (s for side in (self.diff.head, self.diff.base) if (s := self._quiet(side, rel)) is not None), None
+            )
+        return self._schemas[channel]
+
+    def _field_of(self, kind: Kind, rid: str, key: str) -> Any:
+        if not is_record_id(rid, str(kind.prefix)):
+            return None
+        pair = self.changed.get((kind.name, rid))
+        for data in (pair[1], pair[0]) if pair else ():
+            if data is not None:
+                return data.get(key)
+        rel = f"{kind.folder}/{rid}{kind.suffix}"
+        for side in (self.diff.head, self.diff.base):
+            data = self._quiet(side, rel)
+            if data is not None:
+                return data.get(key)
+        return None
+
+    def _quiet(self, side: Side, rel: str) -> Rec | None:
+        try:
+            return self.reader.record(side, rel)
+        except (ValueError, YamlError):
+            return None
+
+    def _who(self, rid: str) -> Rec:
+        """The authors and sessions of the events the head side added for one record."""
+        authors: list[str] = []
+        emails: list[str] = []
+        sessions: list[str] = []
+        via: list[str] = []
+        for event in self.events.get(rid, []):
+            actor = str(event.get("actor", ""))
+            author = event.get("author") or (actor.removeprefix("cli:") if actor.startswith("cli:") else None)
+            if author and author not in authors:
+                authors.append(author)
+            if event.get("email") and event["email"] not in emails:
+                emails.append(event["email"])
+            if is_record_id(actor, "sess"):
+                label = self.session_label(actor)
+                if label and label not in sessions:
+                    sessions.append(label)
+            elif actor and not actor.startswith("cli:") and actor not in via:
+                via.append(actor)
+        return {"authors": authors, "emails": emails, "sessions": sessions, "via": via}
+
+
+def _events(raw: bytes | None) -> Iterable[Rec]:
+    for line in (raw or b"").splitlines():
+        if line.strip():
+            event, _problem = ev.decode(line.strip())
+            if event is not None:
+                yield event
+
+
+def _changes(fields: Iterable[str], old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Rec]:
+    was, now = record_fields_of(old), record_fields_of(new)
+    return [{"field": k, "old": was.get(k), "new": now.get(k)} for k in fields if was.get(k) != now.get(k)]
+
+
+def record_fields_of(data: Mapping[str, Any]) -> Rec:
+    """A record's fields with empty values as absent, so ``[]`` and a missing list compare equal."""
+    return {k: v for k, v in data.items() if v not in (None, [], "")}
+
+
+def _change_word(old: Rec | None, new: Rec | None) -> str:
+    return "added" if old is None else "deleted" if new is None else "changed"
+
+
+def _order(entry: Rec) -> tuple[Any, ...]:
+    return (
+        entry["group_kind"] == "channel",
+        entry["group"],
+        SECTIONS.index(entry["section"]),
+        str(entry.get("title") or entry.get("task") or ""),
+        entry["id"],
+    )
+
+
+def first_line(text: str) -> str:
+    """The first line that says something, cut to FIRST_LINE_CHARS."""
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    return line if len(line) <= FIRST_LINE_CHARS else line[: FIRST_LINE_CHARS - 1].rstrip() + "…"
+
+
+def item_title(schema: Rec | None, values: Mapping[str, Any]) -> str:
+    """An item as people name it: its ticket (a unique text field) and its title (the ``title`` or first text)."""
+    texts = [f for f in (schema or {}).get("fields", []) if f.get("type") == "text"]
+    ticket = next((values.get(f["key"]) for f in texts if f.get("is_unique")), None)
+    titles = [f["key"] for f in texts if not f.get("is_unique")]
+    key = "title" if "title" in titles else (titles[0] if titles else None)
+    title = values.get(key) if key else None
+    parts = [str(p) for p in (ticket, title) if isinstance(p, str) and p]
+    return first_line(" ".join(parts)) if parts else "an item"
+
+
+def _item_value(f: Rec | None, key: str, value: Any) -> Rec:
+    """``{"key", "label", "value"}``: a select's value shown by its option label, as people see it."""
+    label = f.get("label", key) if f else key
+    options = {o["value"]: o["label"] for o in ((f or {}).get("config") or {}).get("options") or []}
+    shown: Callable[[Any], Any] = lambda v: options.get(v, v) if isinstance(v, str) else v  # noqa: E731
+    if options and isinstance(value, list):
+        value = [shown(v) for v in value]
+    elif options:
+        value = shown(value)
+    return {"key": key, "label": label, "value": value}
