@@ -399,3 +399,23 @@ def test_no_default_branch_and_no_commit(tmp_path: Path) -> None:
     code, _out, err = cli("diff", "--store", str(repo / ".codexmem"))
     assert code == EXIT_USAGE and "no default branch" in err and "main...HEAD" in err, err
     assert cli("diff", "trunk", "--store", str(repo / ".codexmem"))[1].endswith("No memory changes.\n")
+
+
+# ------------------------------------------------------------------ what an agent wrote stays text
+
+
+def test_written_text_is_escaped_and_a_broken_file_is_named(agent: Agent) -> None:
+    agent.start("Escapes")
+    agent.commit("start")
+    git(agent.repo, "checkout", "-q", "-b", "odd")
+    agent.note("<img src=x onerror=alert(1)> **loud** @octocat [x](javascript:alert(1)) a|b `code`")
+    broken = agent.store.root / "notes" / "note_01KKKD66400R8RFZGY692YZ29A.md"
+    broken.write_text("---\ntitle: [unclosed\n---\nbody\n")
+    agent.commit("odd")
+    out = diff(agent, "main..odd")
+    line = next(line for line in out.splitlines() if "octocat" in line)
+    assert not set("<>|`@[]") & set(re.sub(r"\\.", "", line)), line  # every markup character escaped
+    assert r"\<img src=x onerror=alert(1)\> \*\*loud\*\* \@octocat \[x\](javascript:alert(1)) a\|b \`code\`" in line
+    assert "**Could not read**" in out and "`notes/note_01KKKD66400R8RFZGY692YZ29A.md` (odd):" in out
+    data = json.loads(diff(agent, "main..odd", "--format", "json"))
+    assert [b["path"] for b in data["unreadable"]] == ["notes/note_01KKKD66400R8RFZGY692YZ29A.md"]

@@ -37,6 +37,8 @@ DEFAULT_BRANCHES = ("refs/remotes/origin/HEAD", "refs/heads/main", "refs/heads/m
 WORKING_TREE = "working tree"
 FIRST_LINE_CHARS = 160
 REVISION_SHOWN = 80
+MAX_SHARD_BYTES = 1 << 30
+"""An events file read from the working tree (a record file is refused past MAX_YAML_BYTES)."""
 
 REVIEWED: dict[str, tuple[str, ...]] = {
     "note": (
@@ -206,15 +208,30 @@ class Reader:
         self.root = root
         self.prefix = "" if store_rel == "." else store_rel + "/"
         self.blobs = blobs
+        self._read: dict[tuple[str, str], bytes | None] = {}
+
+    def prefetch(self, side: Side, rels: Iterable[str]) -> None:
+        """Read these files of a commit in one exchange with git, rather than one question at a time."""
+        if side.commit is None:
+            return
+        names = {f"{side.commit}:{self.prefix}{rel}": rel for rel in rels}
+        found = self.blobs.read_many(names)
+        self._read.update({(side.commit, rel): found.get(name) for name, rel in names.items()})
 
     def raw(self, side: Side, rel: str) -> bytes | None:
-        """The bytes of the store file ``rel`` (already checked to be a store path) on ``side``."""
+        """The bytes of the store file ``rel`` (already checked to be a store path) on ``side``; None
+        when it is not there; ValueError when it is there but cannot be read."""
         if side.commit is not None:
+            if (side.commit, rel) in self._read:
+                return self._read[(side.commit, rel)]
             return self.blobs.read(f"{side.commit}:{self.prefix}{rel}")
+        limit = MAX_SHARD_BYTES if rel.startswith(EVENTS_DIR + "/") else MAX_YAML_BYTES
         try:
-            return read_bytes_nofollow(self.root / (self.prefix + rel), MAX_YAML_BYTES * 2)
-        except (OSError, ValueError):
+            return read_bytes_nofollow(self.root / (self.prefix + rel), limit)
+        except FileNotFoundError:
             return None
+        except OSError as exc:
+            raise ValueError(exc.strerror or str(exc)) from None
 
     def record(self, side: Side, rel: str) -> Rec | None:
         """The record at ``rel`` on ``side``; None when absent; ValueError/YamlError when unusable."""
@@ -271,6 +288,8 @@ class _Comparison:
         self._schemas: dict[str, Rec | None] = {}
 
     def run(self, paths: list[tuple[str, str]]) -> MemoryDiff:
+        for side in (self.diff.base, self.diff.head):
+            self.reader.prefetch(side, [rel for _status, rel in paths])
         records: list[tuple[Kind, str, str | None, str]] = []
         for _status, rel in paths:
             if rel.startswith(EVENTS_DIR + "/") and ev.is_shard_relpath(rel[len(EVENTS_DIR) + 1 :]):
@@ -294,8 +313,13 @@ class _Comparison:
 
     def _read_events(self, rel: str) -> None:
         """The lines the head side's shard holds and the base side's does not."""
-        before = {e["event_id"] for e in _events(self.reader.raw(self.diff.base, rel))}
-        for event in _events(self.reader.raw(self.diff.head, rel)):
+        try:
+            base, head = self.reader.raw(self.diff.base, rel), self.reader.raw(self.diff.head, rel)
+        except ValueError as exc:
+            self.diff.unreadable.append({"path": rel, "side": self.diff.head.revision, "problem": str(exc)[:300]})
+            return
+        before = {e["event_id"] for e in _events(base)}
+        for event in _events(head):
             if event["event_id"] not in before:
                 self.events[event["id"]].append(event)
 

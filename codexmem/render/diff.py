@@ -13,8 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from codexmem.memory.diff import WORKING_TREE, MemoryDiff
-from codexmem.render.site.history import word_diff
-from codexmem.render.site.pieces import plain_value
+from codexmem.render.textdiff import plain_value, word_diff
 
 Rec = dict[str, Any]
 MAX_CHARS = 65_536
@@ -24,6 +23,7 @@ DIFF_CHARS = 300
 """A word diff longer than this is cut (the JSON has the whole texts)."""
 LONG_TEXT = 80
 SHOWN_STEPS = 5
+SHOWN_BAD = 20
 HEADINGS = {
     "notes_added": "Notes added",
     "notes_changed": "Notes changed",
@@ -60,8 +60,8 @@ def markdown(diff: MemoryDiff) -> str:
     head = f"### Memory changes: {_code(diff.base.revision)} → {_side_name(diff.head.revision)}"
     if not diff.entries and not diff.unreadable:
         return f"{head}\n\nNo memory changes.\n"
-    lines = [head]
-    used = len(head) + 1
+    lines = [head, *_unreadable(diff)]  # first, so the cap never hides them (at most 21 short lines)
+    used = sum(len(line) + 1 for line in lines)
     group = section = None
     for n, entry in enumerate(diff.entries):
         block: list[str] = []
@@ -79,9 +79,15 @@ def markdown(diff: MemoryDiff) -> str:
             return "\n".join(lines) + "\n"
         lines += block
         used += size
-    for bad in diff.unreadable[:20]:
-        lines.append(f"- could not read {_code(bad['path'])} on {md(bad['side'])}: {md(bad['problem'])[:200]}")
     return "\n".join(lines) + "\n"
+
+
+def _unreadable(diff: MemoryDiff) -> list[str]:
+    if not diff.unreadable:
+        return []
+    bad = [f"- {_code(b['path'])} ({md(b['side'])}): {md(b['problem'][:200])}" for b in diff.unreadable[:SHOWN_BAD]]
+    more = [f"- and {len(diff.unreadable) - SHOWN_BAD} more"] if len(diff.unreadable) > SHOWN_BAD else []
+    return ["", "**Could not read** (`codexmem check` says why)", *bad, *more]
 
 
 def _side_name(revision: str) -> str:
@@ -240,7 +246,7 @@ def as_json(diff: MemoryDiff) -> str:
             "stat": diff.stat(),
             "changes": diff.entries[:shown],
             "more": len(diff.entries) - shown,
-            "unreadable": diff.unreadable[:20],
+            "unreadable": diff.unreadable[:SHOWN_BAD],
         }
         return json.dumps(data, ensure_ascii=False, sort_keys=True, indent=1) + "\n"
 

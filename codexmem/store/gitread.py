@@ -10,6 +10,7 @@ Every call runs with ``core.quotepath=off`` (paths come back as they are) and li
 from __future__ import annotations
 
 import subprocess
+import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -58,6 +59,35 @@ class BlobReader:
             return None
         self._in.write(name.encode("utf-8", "surrogateescape") + b"\n")
         self._in.flush()
+        return self._answer()
+
+    def read_many(self, names: Iterable[str]) -> dict[str, bytes]:
+        """Each name that names a blob, with its content: all asked at once (a thread writes the
+        names while this one reads the answers, so neither pipe fills up and blocks the other)."""
+        wanted = [n for n in dict.fromkeys(names) if n and "\n" not in n and "\0" not in n]
+        if not wanted:
+            return {}
+        request = b"".join(n.encode("utf-8", "surrogateescape") + b"\n" for n in wanted)
+        writer = threading.Thread(target=self._send, args=(request,), daemon=True)
+        writer.start()
+        found: dict[str, bytes] = {}
+        try:
+            for name in wanted:
+                data = self._answer()
+                if data is not None:
+                    found[name] = data
+        finally:
+            writer.join()
+        return found
+
+    def _send(self, request: bytes) -> None:
+        try:
+            self._in.write(request)
+            self._in.flush()
+        except (BrokenPipeError, ValueError):
+            pass  # git ended: the reader sees the end of its answers
+
+    def _answer(self) -> bytes | None:
         header = self._out.readline().split()
         if len(header) != 3:
             return None  # "<name> missing" or "<name> ambiguous"
@@ -65,15 +95,6 @@ class BlobReader:
         data = self._out.read(size)
         self._out.read(1)  # the newline after every object
         return data if header[1] == b"blob" else None
-
-    def read_many(self, names: Iterable[str]) -> dict[str, bytes]:
-        """Each name that names a blob, with its content."""
-        found: dict[str, bytes] = {}
-        for name in names:
-            data = self.read(name)
-            if data is not None:
-                found[name] = data
-        return found
 
     def close(self) -> None:
         if self._proc.poll() is None:

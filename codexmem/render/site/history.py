@@ -11,8 +11,6 @@ Where neither knows a value, the row says so.
 
 from __future__ import annotations
 
-import difflib
-import re
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -20,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from codexmem.gitrepo import discover_repository
+from codexmem.render.textdiff import word_diff
 from codexmem.store import events as ev
 from codexmem.store.gitread import BlobReader, run_git
 from codexmem.store.history import record_fields
@@ -30,9 +29,6 @@ from codexmem.store.yamlio import YamlError
 Rec = dict[str, Any]
 UNKNOWN: Any = object()
 """A value neither the events nor git know (an event from before values were recorded)."""
-KEPT_EQUAL_WORDS = 8
-"""In a word diff, unchanged runs longer than this show only their ends around an ellipsis."""
-_WORDS = re.compile(r"\s+|[^\s]+")
 
 
 @dataclass
@@ -192,28 +188,3 @@ def _change(kind: Kind, key: str, old: Any, new: Any) -> Rec:
     if isinstance(old, str) and isinstance(new, str) and (key == kind.body_field or "\n" in old + new):
         return {"key": key, "kind": "diff", "diff": word_diff(old, new)}
     return {"key": key, "kind": "value", "old": old, "new": new}
-
-
-def word_diff(old: str, new: str) -> list[Rec]:
-    """``[{"op": "eq"|"del"|"ins", "text": ...}]``: words (and the spaces between them) removed and
-    added; long unchanged runs keep only their ends, so a one-word edit of a long note stays short."""
-    a, b = _WORDS.findall(old), _WORDS.findall(new)
-    out: list[Rec] = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if op == "equal":
-            out.append({"op": "eq", "text": _shorten_equal(a[i1:i2], first=not out, last=i2 == len(a))})
-            continue
-        if i2 > i1:
-            out.append({"op": "del", "text": "".join(a[i1:i2])})
-        if j2 > j1:
-            out.append({"op": "ins", "text": "".join(b[j1:j2])})
-    return out
-
-
-def _shorten_equal(tokens: list[str], *, first: bool, last: bool) -> str:
-    keep = 2 * KEPT_EQUAL_WORDS  # words and the spaces between them
-    if len(tokens) <= 2 * keep:
-        return "".join(tokens)
-    head = "" if first else "".join(tokens[:keep]).rstrip() + " "
-    tail = "" if last else " " + "".join(tokens[-keep:]).lstrip()
-    return f"{head}…{tail}"

@@ -5,13 +5,8 @@ Each returns plain data holding only what a page shows of the records it links t
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 from codexmem.render.site.data import Rec, SiteData, file_slug, url_of
-
-PLAIN_VALUE_CHARS = 200
-"""A short value in a history row; longer texts are shown as a word diff instead."""
+from codexmem.render.textdiff import plain_value
 
 
 def project_ref(data: SiteData, pid: str) -> Rec:
@@ -120,18 +115,6 @@ def _change_view(change: Rec, f: Rec | None) -> Rec:
     if change["kind"] in ("value", "unknown") and f is None:
         view["old"], view["new"] = plain_value(change["old"]), plain_value(change["new"])
     return view
-
-
-def plain_value(value: Any) -> str:
-    """A field's value as short text, for records without a schema (notes, handoffs, sessions)."""
-    if value is None or value == "" or value == []:
-        return "—"
-    if isinstance(value, list):
-        return ", ".join(str(v) for v in value)
-    if isinstance(value, dict):
-        return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(", ", ": "))
-    text = str(value)
-    return text if len(text) <= PLAIN_VALUE_CHARS else text[: PLAIN_VALUE_CHARS - 1] + "…"
 
 
 def backlinks(data: SiteData, rid: str) -> list[Rec]:
