@@ -24,6 +24,7 @@ from codexmem.memory import handoffs, lifecycle, notes
 from codexmem.models.records import ScopeRef
 from codexmem.records import service
 from codexmem.render.diff import MAX_CHARS
+from codexmem.store.layout import HANDOFF, NOTE
 from codexmem.store.store import Store
 
 ID_OR_TIME = re.compile(r"(?:note|sess|handoff|item|evt|import)_[0-9A-Z]{26}|\d{4}-\d{2}-\d{2}T\d{2}|[0-9a-f]{40}")
@@ -92,8 +93,6 @@ class Agent:
 
     @staticmethod
     def store_kind(kind: str) -> Any:
-        from codexmem.store.layout import HANDOFF, NOTE
-
         return NOTE if kind == "note" else HANDOFF
 
     def handoff(self, task: str, next_steps: list[str], **extra: Any) -> dict[str, Any]:
@@ -219,8 +218,6 @@ def test_notes_changed_resolved_retracted_and_deleted(agent: Agent) -> None:
     git(agent.repo, "checkout", "-q", "-b", "review")
     agent.start("Review")
     with agent.store.transaction(agent.session) as txn:
-        from codexmem.store.layout import NOTE
-
         current = txn.get(NOTE, edited["note_id"])
         assert current is not None
         txn.put(
@@ -261,8 +258,6 @@ def test_handoffs_added_retracted_and_sessions(agent: Agent) -> None:
     agent.start("Wrap up")
     agent.status(gone, "handoff", "retracted", reason="superseded by the new plan")
     with agent.store.transaction(agent.session) as txn:
-        from codexmem.store.layout import HANDOFF
-
         current = txn.get(HANDOFF, done["handoff_id"])
         assert current is not None
         txn.put(
@@ -325,7 +320,7 @@ def test_items_created_changed_and_deleted_with_option_labels(agent: Agent) -> N
         "**Items changed**\n- **BUG-0001 Totals round down**: Status New → In progress; Points — → 3 — Test User" in out
     )
     assert "**Items deleted**\n- **BUG-0002 Duplicate**: Ticket: BUG-0002; Title: Duplicate; Status: New" in out
-    assert "items: 1 added, 1 changed, 1 deleted\n" == diff(agent, "main..triage", "--stat")
+    assert diff(agent, "main..triage", "--stat") == "items: 1 added, 1 changed, 1 deleted\n"
 
 
 # ------------------------------------------------------------------ --stat, --format json
@@ -406,8 +401,10 @@ def test_no_default_branch_and_no_commit(tmp_path: Path) -> None:
 
 def test_written_text_is_escaped_and_a_broken_file_is_named(agent: Agent) -> None:
     agent.start("Escapes")
+    kept = agent.note("A note broken on the branch")
     agent.commit("start")
     git(agent.repo, "checkout", "-q", "-b", "odd")
+    agent.store.layout.path(NOTE, kept["note_id"]).write_text("---\ntitle: [unclosed\n---\nbody\n")
     agent.note("<img src=x onerror=alert(1)> **loud** @octocat [x](javascript:alert(1)) a|b `code`")
     broken = agent.store.root / "notes" / "note_01KKKD66400R8RFZGY692YZ29A.md"
     broken.write_text("---\ntitle: [unclosed\n---\nbody\n")
@@ -417,5 +414,7 @@ def test_written_text_is_escaped_and_a_broken_file_is_named(agent: Agent) -> Non
     assert not set("<>|`@[]") & set(re.sub(r"\\.", "", line)), line  # every markup character escaped
     assert r"\<img src=x onerror=alert(1)\> \*\*loud\*\* \@octocat \[x\](javascript:alert(1)) a\|b \`code\`" in line
     assert "**Could not read**" in out and "`notes/note_01KKKD66400R8RFZGY692YZ29A.md` (odd):" in out
+    assert "Notes deleted" not in out and "A note broken" not in out  # unreadable is never read as deleted
     data = json.loads(diff(agent, "main..odd", "--format", "json"))
-    assert [b["path"] for b in data["unreadable"]] == ["notes/note_01KKKD66400R8RFZGY692YZ29A.md"]
+    bad = sorted(["notes/note_01KKKD66400R8RFZGY692YZ29A.md", f"notes/{kept['note_id']}.md"])
+    assert sorted(b["path"] for b in data["unreadable"]) == bad

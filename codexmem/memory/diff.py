@@ -148,7 +148,8 @@ def resolve_sides(root: Path, revisions: str | None) -> tuple[Side, Side]:
                 "e.g. `codexmem diff main...HEAD`",
             )
         name = default.removeprefix("refs/remotes/").removeprefix("refs/heads/")
-        return Side(name, _merge_base(root, _commit(root, default, ""), head, name, "HEAD")), Side(WORKING_TREE, None)
+        tip = _commit(root, default, f"the default branch {name} names no commit: name the revisions (A...B)")
+        return Side(name, _merge_base(root, tip, head, name, "HEAD")), Side(WORKING_TREE, None)
     _check_revision_text(revisions)
     for sep in ("...", ".."):
         if sep in revisions:
@@ -297,7 +298,10 @@ class _Comparison:
             elif (found := identify_relpath(rel)) is not None and found[0] is not CHANNEL:
                 records.append((*found, rel))
         for kind, rid, channel, rel in records:
+            unread = len(self.diff.unreadable)
             old, new = self._side(self.diff.base, rel), self._side(self.diff.head, rel)
+            if len(self.diff.unreadable) > unread:
+                continue  # listed as unreadable: never guessed to be added or deleted
             if old is not None or new is not None:
                 self.changed[(kind.name, rid)] = (old, new)
                 self._compare(kind, rid, channel, old, new)
