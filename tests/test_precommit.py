@@ -14,23 +14,15 @@ import os
 import shutil
 import subprocess
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 import yaml
-from store_fixtures import GIT_ENV, REPO_ROOT, commit_all, git, make_repo
-
-from codexmem.errors import Warnings
-from codexmem.memory.notes import save_note
-from codexmem.memory.scope import resolve_scope
-from codexmem.memory.sessions import open_session
-from codexmem.store.init import init_store
-from codexmem.store.store import Store
+from review_fixtures import project_with_memory
+from store_fixtures import GIT_ENV, REPO_ROOT, git
 
 pytestmark = pytest.mark.slow
 HOOKS = REPO_ROOT / ".pre-commit-hooks.yaml"
-NOW = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
 
 def source_snapshot(dest: Path) -> Path:
@@ -55,39 +47,6 @@ def source_snapshot(dest: Path) -> Path:
 def commit_all_as(repo: Path, message: str) -> None:
     git(repo, "add", "-A")
     git(repo, "-c", "user.name=Test", "-c", "user.email=test@example.com", "commit", "-q", "-m", message)
-
-
-def project_with_memory(root: Path) -> Path:
-    """A repository with a store holding one note and an AGENTS.md rendered from it, committed."""
-    make_repo(root)
-    init_store(root / ".codexmem", cwd=root)
-    store = Store(root / ".codexmem")
-    warnings = Warnings()
-    scope = resolve_scope(store, warnings, cwd=str(root)).ref()
-    session = open_session(store, NOW, warnings, scope=scope, task="Payment retries")["session_id"]
-    save_note(
-        store,
-        NOW,
-        warnings,
-        scope=scope,
-        session_id=session,
-        note_type="discovery",
-        title="A retried capture charges twice",
-        content="The gateway retries on a timeout without the idempotency key.",
-        importance=4,
-    )
-    store.index.close()
-    rendered = subprocess.run(
-        [sys.executable, "-m", "codexmem", "agents", "--out", "AGENTS.md"],
-        cwd=root,
-        env=GIT_ENV,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert rendered.returncode == 0, rendered.stderr
-    commit_all(root, "memory")
-    return root
 
 
 @pytest.fixture(scope="module")
