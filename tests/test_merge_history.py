@@ -108,3 +108,46 @@ def test_a_cursor_survives_checkouts_and_expires_with_a_rebuild(repo: Repo) -> N
     with pytest.raises(CodexmemError) as caught:
         _poll(repo, cursor)
     assert caught.value.code == "ERR_CURSOR_EXPIRED" and "next_since" in caught.value.extra
+
+
+def test_a_value_changed_back_or_reached_by_another_path_is_no_disagreement(repo: Repo) -> None:
+    """3 -> 5 on one branch, 3 -> 8 -> 5 on another, 3 -> 5 -> 3 on a third: the merge holds 5,
+    and ``check`` finds no disagreement (a three-way merge of any values, numbers included)."""
+    bug = repo.item(title="Back and forth", owner="aiko", points=3)
+    repo.commit("a bug")
+    for name, edits in (
+        ("up", [{"points": 5}]),
+        ("detour", [{"points": 8}, {"points": 5}]),
+        ("back", [{"points": 5}, {"points": 3, "owner": "ren"}]),
+    ):
+        repo.branch(name, "main")
+        for values in edits:
+            repo.edit(bug, **values)
+        repo.commit(name)
+    repo.checkout("main")
+    for name in ("up", "detour", "back"):
+        assert repo.merge(name) == []  # the merge driver: the version is the higher one
+    assert repo.values(bug) == {"title": "Back and forth", "status": "new", "owner": "ren", "points": 5}
+    result = repo.check()
+    assert result.errors == [] and result.warnings == []
+    # A careless resolution that keeps the first side's file is still a lost edit.
+    repo.git("checkout", "HEAD^1", "--", repo.item_path(bug).relative_to(repo.path).as_posix())
+    repo.commit("kept the first side")
+    [lost] = errors(repo.check())
+    assert 'lost edit: owner was set to "ren" by Alice Smith' in lost and 'holds the older "aiko"' in lost
+
+
+def test_two_texts_changed_in_different_places_merge_and_a_third_branch_joins_them(repo: Repo) -> None:
+    """Three branches merged one after another: values merge against where their histories meet."""
+    bug = repo.item(title="Texts", notes="one\n\ntwo\n\nthree")
+    repo.commit("a bug")
+    for name, old, new in (("first", "one", "ONE"), ("second", "two", "TWO"), ("third", "three", "THREE")):
+        repo.branch(name, "main")
+        repo.edit(bug, notes=repo.values(bug)["notes"].replace(old, new))
+        repo.commit(name)
+    repo.checkout("main")
+    repo.as_button()
+    for name in ("first", "third", "second"):
+        assert repo.merge(name) == []
+    assert repo.values(bug)["notes"] == "ONE\n\nTWO\n\nTHREE"
+    assert errors(repo.check()) == []

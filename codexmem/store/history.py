@@ -45,21 +45,15 @@ def created_fields(after: Mapping[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class FieldState:
-    """What the history says of one field: its value, or the values a conflict left."""
+    """What the history says of one field: its value, or that two branches disagree on it."""
 
     name: str
     setters: list[dict[str, Any]]
-    """The last setters (events) of the field; more than one with different values is a conflict."""
-    merged: str | None = None
-    """Two branches changed a text in different places: the text git's merge makes of them."""
-
-    @property
-    def value(self) -> Any:
-        return self.merged if self.merged is not None else self.setters[0]["set"][self.name]
-
-    @property
-    def conflict(self) -> bool:
-        return self.merged is None and len({value_key(e["set"][self.name]) for e in self.setters}) > 1
+    """The last setters (events) of the field, the one whose value the field holds first."""
+    value: Any
+    """The three-way merge of the last setters' values (each against the value they started from)."""
+    conflict: bool = False
+    """Two branches set different values, neither the one they started from: a person must settle it."""
 
 
 @dataclass
@@ -128,11 +122,7 @@ def expected_state(events: list[dict[str, Any]]) -> Expected | None:
         for name in event.get("set") or {}:
             setters.setdefault(name, []).append(event)
     for name, events_setting in setters.items():
-        last = [e for e in events_setting if not any(e["event_id"] in above[o["event_id"]] for o in events_setting)]
-        state = FieldState(name, last)
-        if state.conflict and len(last) == 2:
-            state.merged = _text_merged(name, last, events_setting, above)
-        fields[name] = state
+        fields[name] = _field_state(name, events_setting, above)
     return Expected(
         version=max(int(h["version"]) for h in heads),
         fields=fields,
@@ -142,20 +132,57 @@ def expected_state(events: list[dict[str, Any]]) -> Expected | None:
     )
 
 
-def _text_merged(
-    name: str, last: list[dict[str, Any]], setters: list[dict[str, Any]], above: dict[str, set[str]]
-) -> str | None:
-    """The three-way text merge of two branches' values of a text field (a note's body changed in
-    two paragraphs), from the value they both started from; None when it conflicts or is no text."""
-    ours, theirs = (e["set"][name] for e in last)
-    common = above[last[0]["event_id"]] & above[last[1]["event_id"]]
-    bases = [e for e in setters if e["event_id"] in common]
-    bases = [e for e in bases if not any(e["event_id"] in above[o["event_id"]] for o in bases)]
-    base = bases[0]["set"][name] if len(bases) == 1 else None
-    if not all(isinstance(v, str) for v in (ours, theirs, base)):
-        return None
-    text, clean = merge_text(str(base), ours, theirs)
-    return text if clean else None
+def _field_state(name: str, setters: list[dict[str, Any]], above: dict[str, set[str]]) -> FieldState:
+    """A field's value after every branch's last change of it, by three-way merges.
+
+    Two branches' last setters are merged against the field's value where their histories meet
+    (itself such a merge, for a graph of several merges): a side that left the value as it was
+    there, or came back to it (A -> B -> A), takes the other side's; two sides that made the same
+    value agree; two texts changed in different places merge as git merges them. Only two new
+    values that differ are a conflict.
+    """
+    memo: dict[frozenset[str], tuple[Any, bool]] = {}
+
+    def value_within(within: frozenset[str]) -> tuple[Any, bool]:
+        """(the field's value, whether it conflicts) in the history made of the events ``within``."""
+        if within in memo:
+            return memo[within]
+        present = [e for e in setters if e["event_id"] in within]
+        last = [e for e in present if not any(e["event_id"] in above[o["event_id"]] for o in present)]
+        if not last:
+            return None, False
+        value, clash = last[0]["set"][name], False
+        reached = {last[0]["event_id"], *above[last[0]["event_id"]]}
+        for event in last[1:]:
+            theirs = {event["event_id"], *above[event["event_id"]]}
+            base, base_clash = value_within(frozenset(reached & theirs))
+            value, clean = merge_values(base, value, event["set"][name])
+            clash = clash or base_clash or not clean
+            reached |= theirs
+        memo[within] = (value, clash)
+        return value, clash
+
+    value, clash = value_within(frozenset(e["event_id"] for e in setters))
+    last = [e for e in setters if not any(e["event_id"] in above[o["event_id"]] for o in setters)]
+    last.sort(key=lambda e: value_key(e["set"][name]) != value_key(value))
+    return FieldState(name, last, value, clash)
+
+
+def merge_values(base: Any, ours: Any, theirs: Any) -> tuple[Any, bool]:
+    """The three-way merge of one field's value: (the value, whether it merged without conflict).
+
+    Any values (lists and mappings too) compare by :func:`value_key`; two texts that both changed
+    merge as git's text merge does. On a conflict the value is ``ours``.
+    """
+    if value_key(ours) == value_key(theirs) or value_key(theirs) == value_key(base):
+        return ours, True
+    if value_key(ours) == value_key(base):
+        return theirs, True
+    if all(isinstance(v, str) for v in (base, ours, theirs)):
+        text, clean = merge_text(base, ours, theirs)
+        if clean:
+            return text, True
+    return ours, False
 
 
 def value_key(value: Any) -> str:

@@ -21,7 +21,7 @@ from typing import Any
 
 from codexmem.store.history import value_key
 from codexmem.store.layout import CONFIG_FILE, ITEM, NOTE, Kind, identify_relpath
-from codexmem.store.recordfile import parse, serialize
+from codexmem.store.recordfile import FORMS, parse, serialize
 from codexmem.store.textmerge import merge_text
 from codexmem.store.yamlio import YamlError, load_yaml
 
@@ -67,6 +67,7 @@ def merge_records(kind: Kind, base: Mapping[str, Any], ours: Mapping[str, Any], 
     """The field-by-field merge of three parsed record files (an item's values one by one; the
     version: the higher one)."""
     data, conflicts, body_conflict = _merge_fields(base, ours, theirs, kind.body_field, skip={"version", "values"})
+    _whole_groups(kind, (base, ours, theirs), data, conflicts)
     if kind is ITEM:
         values, value_conflicts, _ = _merge_fields(
             _mapping(base.get("values")), _mapping(ours.get("values")), _mapping(theirs.get("values")), None
@@ -75,6 +76,28 @@ def merge_records(kind: Kind, base: Mapping[str, Any], ours: Mapping[str, Any], 
         conflicts.update(value_conflicts)
     data["version"] = max(int(ours.get("version", 1)), int(theirs.get("version", 1)))
     return Merged(data, conflicts, body_conflict)
+
+
+def _whole_groups(
+    kind: Kind,
+    sides: tuple[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]],
+    data: dict[str, Any],
+    conflicts: dict[str, Any],
+) -> None:
+    """Fields that change together (a note's status with its superseded_by and status_reason) merge
+    as one: when both sides changed the group differently, each side's group is kept whole between
+    the markers, so a person who picks a side never gets a status with the other side's reason."""
+    base, ours, theirs = sides
+    for group in FORMS[kind.name].content if kind.name in FORMS else ():
+        if len(group) < 2:
+            continue
+        o, a, b = ([side.get(name) for name in group] for side in (base, ours, theirs))
+        if _same(a, o) or _same(b, o) or _same(a, b):
+            continue
+        for name in group:
+            if name not in conflicts and not _same(ours.get(name, _MISSING), theirs.get(name, _MISSING)):
+                conflicts[name] = (ours.get(name), theirs.get(name))
+                data[name] = ours.get(name)
 
 
 def _merge_fields(
