@@ -131,6 +131,8 @@ class Ingestion(IndexConnection):
             cols["source"],
             cols["created_at"],
             cols["updated_at"],
+            cols["dedupe"],
+            cols["dedupe_alt"],
             st.st_ino,
             st.st_mtime_ns,
             st.st_size,

@@ -75,16 +75,27 @@ class Queries(IndexConnection):
         min_importance: int | None = None,
         before_id: str | None = None,
         data_equals: dict[str, Any] | None = None,
+        keys: tuple[str | None, str | None] | None = None,
         order: Sequence[tuple[str, bool]] = (("created_at", True), ("id", True)),
         limit: int | None = None,
     ) -> list[dict[str, Any]]:
         """Records of one kind filtered on indexed columns, parsed from their stored data.
+
+        ``keys`` (from ``schema.dedupe_keys``) keeps the records whose dedupe key is the first or
+        whose alternative key is the second: one probe of a partial index, however many records
+        share the other filters (the caller compares the fields themselves, the keys being hashes).
 
         ``data_equals`` compares fields of the stored record (``{"task": ...}``, dotted for nested
         ones: ``{"values.ticket": ...}``) inside SQLite, so only matching records are parsed; use it
         after the indexed filters, which choose the rows it reads.
         """
         sql, params = self._where(kind, where, where_in, where_not, min_importance, before_id)
+        if keys is not None:
+            probes = [(col, key) for col, key in zip(("dedupe", "dedupe_alt"), keys, strict=True) if key is not None]
+            if not probes:
+                return []
+            sql += " AND (" + " OR ".join(f"{col} = ?" for col, _ in probes) + ")"
+            params.extend(key for _, key in probes)
         for key, value in (data_equals or {}).items():
             if not _DATA_KEY_RE.match(key):
                 raise ValueError(f"not a record field path: {key!r}")

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any
 
-from codexmem.store.layout import CHANNEL, CHANNELS_DIR, HANDOFF, ITEM, ITEMS_DIR, NOTE, SCHEMA_FILE, Kind
+from codexmem.store.layout import CHANNEL, CHANNELS_DIR, HANDOFF, IMPORT, ITEM, ITEMS_DIR, NOTE, SCHEMA_FILE, Kind
 
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 
 
 SEQ_FACTOR = 10_000_000_000  # public sequence = epoch * SEQ_FACTOR + local sequence
@@ -21,7 +22,7 @@ CREATE TABLE records(
   version INTEGER NOT NULL,
   system_id TEXT, project_id TEXT, workspace_id TEXT, session_id TEXT,
   status TEXT, type TEXT, importance INTEGER, source TEXT,
-  created_at TEXT, updated_at TEXT,
+  created_at TEXT, updated_at TEXT, dedupe TEXT, dedupe_alt TEXT,
   inode INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL, hash TEXT NOT NULL,
   data TEXT NOT NULL,
   UNIQUE(kind, channel, id)
@@ -41,6 +42,10 @@ CREATE INDEX records_session ON records(session_id, kind, updated_at);
 CREATE INDEX records_status_ws ON records(kind, status, workspace_id, created_at);
 CREATE INDEX records_channel ON records(kind, channel, id);
 CREATE INDEX records_dir ON records(dir, path, inode, mtime_ns, size);
+-- Dedupe keys (see dedupe_keys): a save's "same record already there?" is one probe here,
+-- whatever the session, workspace or project already holds. Partial: most rows have none.
+CREATE INDEX records_dedupe ON records(dedupe, session_id) WHERE dedupe IS NOT NULL;
+CREATE INDEX records_dedupe_alt ON records(dedupe_alt) WHERE dedupe_alt IS NOT NULL;
 -- The filter columns of a full-text search, by rowid: a match is checked against them from this
 -- small index instead of from its (large) record row.
 CREATE INDEX records_search ON records(rowid, kind, project_id, workspace_id, status, type, importance);
@@ -112,6 +117,8 @@ PLANNER_STATS: dict[tuple[str, str], str] = {
     ("records", "records_status_ws"): "1000000 200000 60000 10000 1",
     ("records", "records_channel"): "1000000 200000 100000 1",
     ("records", "records_dir"): "1000000 100000 1 1 1 1",
+    ("records", "records_dedupe"): "1000000 2 1",
+    ("records", "records_dedupe_alt"): "1000000 2",
     ("records", "records_search"): "1000000 1 1 1 1 1 1 1",
     ("events", "sqlite_autoindex_events_1"): "1000000 1",
     ("events", "events_record"): "1000000 200000 3 1",
@@ -143,6 +150,7 @@ FTS_TABLES: dict[str, tuple[str, str]] = {
 def columns_of(kind: Kind, data: dict[str, Any]) -> dict[str, Any]:
     """The query columns of one record, taken from its data."""
     scope = data.get("scope") or {}
+    keys = dedupe_keys(kind, data)
     return {
         "system_id": scope.get("system_id"),
         "project_id": scope.get("project_id"),
@@ -154,7 +162,40 @@ def columns_of(kind: Kind, data: dict[str, Any]) -> dict[str, Any]:
         "source": data.get("source"),
         "created_at": data.get("created_at") or data.get("started_at") or data.get("imported_at"),
         "updated_at": data.get("updated_at"),
+        "dedupe": keys[0],
+        "dedupe_alt": keys[1],
     }
+
+
+def dedupe_key(*parts: str | None) -> str:
+    """A fixed-size key of the exact values a dedupe compares (the lookup re-checks them)."""
+    text = json.dumps(parts, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+
+
+def dedupe_keys(kind: Kind, data: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The (key, alternative key) under which a save looks for this record before writing.
+
+    A note: its project, type, title and content (memory_save_note's dedupe within a session, an
+    import's within the project). A handoff, while open: its workspace and task. An import audit:
+    its project and source with its external_id, and with its payload_hash. Written at ingest and
+    recomputed on every change, so a handoff that closes leaves the open lookup.
+    """
+    scope = data.get("scope") or {}
+    project = scope.get("project_id")
+    if kind is NOTE:
+        return dedupe_key("note", project, data.get("type"), data.get("title"), data.get("content")), None
+    if kind is HANDOFF:
+        if data.get("status") != "open":
+            return None, None
+        return dedupe_key("handoff", project, scope.get("workspace_id"), data.get("task")), None
+    if kind is IMPORT:
+        source, ext, digest = data.get("source"), data.get("external_id"), data.get("payload_hash")
+        return (
+            dedupe_key("import", project, source, "external_id", ext) if ext else None,
+            dedupe_key("import", project, source, "payload_hash", digest) if digest else None,
+        )
+    return None, None
 
 
 def fts_texts(kind: Kind, data: dict[str, Any]) -> tuple[str, str, str] | None:
@@ -175,6 +216,7 @@ def fts_texts(kind: Kind, data: dict[str, Any]) -> tuple[str, str, str] | None:
     return None
 
 
+NOT_QUERIED = frozenset({"path", "dir", "inode", "mtime_ns", "size", "hash", "data", "dedupe", "dedupe_alt"})
 RECORD_COLUMNS = (
     "kind",
     "id",
@@ -192,6 +234,8 @@ RECORD_COLUMNS = (
     "source",
     "created_at",
     "updated_at",
+    "dedupe",
+    "dedupe_alt",
     "inode",
     "mtime_ns",
     "size",
@@ -199,8 +243,10 @@ RECORD_COLUMNS = (
     "data",
 )
 """The columns of a record row, in the order :meth:`Index._upsert` fills them."""
-QUERY_COLUMNS = frozenset(RECORD_COLUMNS) - {"path", "dir", "inode", "mtime_ns", "size", "hash", "data"}
-"""The columns a query may filter and order on (names are checked against it: SQL is never built from input)."""
+QUERY_COLUMNS = frozenset(RECORD_COLUMNS) - NOT_QUERIED
+"""The columns a query may filter and order on (names are checked against it: SQL is never built from input).
+The dedupe keys are asked through ``select(keys=...)``, which compares them with ``=`` so the
+partial indexes over them apply."""
 
 
 def content_hash(raw: bytes) -> str:
