@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from memory_fixtures import NOW, make_repo, session_in, shared_store
 
-from codexmem.errors import Warnings
+from codexmem.errors import CodexmemError, Warnings
 from codexmem.memory import handoffs, imports, notes
 from codexmem.models.records import ScopeRef
 from codexmem.store.layout import NOTE
@@ -187,3 +187,56 @@ def test_handoff_and_import_lookups_do_not_read_the_others(store: Store, web: Pa
     with steps(store) as none:
         imports.find_import(store.index, scope, "relay_import", "pr-7", None)
     assert many() <= 2 * none() + 50, (many(), none())
+
+
+def test_a_unique_value_is_one_probe_and_survives_a_rebuild(tmp_path: Path) -> None:
+    from records_fixtures import PERSON, bugs_store
+
+    from codexmem.records import service
+    from codexmem.store.layout import ITEM
+
+    path, ids = bugs_store(tmp_path / "s", 300)
+    store = Store(path)
+
+    def take(ticket: str, item_id: str) -> list[str]:
+        """The item ids the unique check names for ``ticket`` (edited onto ``item_id``)."""
+        with pytest.raises(CodexmemError) as err:
+            service.edit_item(
+                store,
+                "bugs",
+                item_id,
+                {"ticket": ticket},
+                expected_version=None,
+                idempotency_key=None,
+                actor=PERSON,
+                now=NOW,
+            )
+        return [f.get("conflicts_with") for f in err.value.fields or []]
+
+    assert take("BUG-0001", ids[5]) == [ids[0]]
+    with steps(store) as early:
+        take("BUG-0002", ids[5])
+    with steps(store) as late:
+        take("BUG-0299", ids[5])
+    assert late() <= 1.5 * early(), (late(), early())
+    # Its own value is no conflict; a free value passes.
+    edited = service.edit_item(
+        store,
+        "bugs",
+        ids[5],
+        {"ticket": "BUG-9999"},
+        expected_version=None,
+        idempotency_key=None,
+        actor=PERSON,
+        now=NOW,
+    )
+    assert edited is not None
+    assert take("BUG-9999", ids[6]) == [ids[5]]
+    # A rebuilt index reads the items before their schema: the keys are still there.
+    store.index.close()
+    for leftover in (path / ".cache").glob("index.sqlite*"):
+        leftover.unlink()
+    store = Store(path)
+    store.fresh_index(full=True)
+    assert store.index.count(ITEM, where={"channel": "bugs"}) == 300
+    assert take("BUG-0001", ids[5]) == [ids[0]] and take("BUG-9999", ids[7]) == [ids[5]]

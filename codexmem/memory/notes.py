@@ -158,7 +158,7 @@ def _same_note(store: Store, note: Note) -> dict[str, Any] | None:
     return None
 
 
-def _note_keys(note: Note) -> tuple[str | None, str | None]:
+def _note_keys(note: Note) -> list[str]:
     return dedupe_keys(NOTE, note.model_dump(mode="json", include={"scope", "type", "title", "content"}))
 
 
