@@ -14,6 +14,7 @@ from codexmem.memory.text import normalize_paths, normalize_strings, required_te
 from codexmem.models.base import make_record
 from codexmem.models.records import Handoff, HandoffKind, HandoffStatus, ScopeRef
 from codexmem.store.ids import is_record_id
+from codexmem.store.index.schema import dedupe_keys
 from codexmem.store.layout import HANDOFF, NOTE
 from codexmem.store.store import Store, Transaction
 from codexmem.timeutil import format_ts
@@ -172,4 +173,5 @@ def _known_notes(txn: Transaction, ids: Sequence[str], warnings: Warnings) -> li
 def _open_for_task(store: Store, handoff: Handoff) -> bool:
     """Is there already an open handoff of this workspace for exactly this task?"""
     where = {"status": "open", **handoff.scope.model_dump()}
-    return any(h["task"] == handoff.task for h in store.index.select(HANDOFF, where=where))
+    keys = dedupe_keys(HANDOFF, handoff.model_dump(mode="json", include={"scope", "status", "task"}))
+    return any(h["task"] == handoff.task for h in store.index.select(HANDOFF, keys=keys, where=where, limit=1))

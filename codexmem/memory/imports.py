@@ -20,6 +20,7 @@ from codexmem.memory.privacy import is_private, screen_arguments
 from codexmem.memory.sessions import require_writable_session, write
 from codexmem.models.records import ImportAudit, ImportSource, Note, NoteStatus, NoteType, ScopeRef
 from codexmem.store.index import Index
+from codexmem.store.index.schema import dedupe_keys
 from codexmem.store.layout import IMPORT, NOTE
 from codexmem.store.store import Store, Transaction
 from codexmem.timeutil import format_ts
@@ -65,8 +66,11 @@ def artifact_keys(external_id: str, payload_hash: str) -> tuple[str | None, str 
 def find_import(
     index: Index, scope: ScopeRef, source: str, external_id: str | None, payload_hash: str | None
 ) -> dict[str, Any] | None:
-    """The newest audit of this artifact: same project and source, same external_id or payload_hash."""
-    for row in index.select(IMPORT, where={"project_id": scope.project_id, "source": source}):
+    """The newest audit of this artifact: same project and source, same external_id or payload_hash
+    (one probe of each dedupe key, however many artifacts the project imported)."""
+    artifact = {"scope": scope.model_dump(), "source": source, "external_id": external_id, "payload_hash": payload_hash}
+    where = {"project_id": scope.project_id, "source": source}
+    for row in index.select(IMPORT, keys=dedupe_keys(IMPORT, artifact), where=where):
         if (external_id and row.get("external_id") == external_id) or (
             payload_hash and row.get("payload_hash") == payload_hash
         ):

@@ -15,6 +15,7 @@ from codexmem.memory.text import normalize_paths, normalize_tags, required_text
 from codexmem.models.base import make_record
 from codexmem.models.records import Note, NoteSource, NoteStatus, NoteType, ScopeRef
 from codexmem.store.index import Index
+from codexmem.store.index.schema import dedupe_keys
 from codexmem.store.layout import NOTE
 from codexmem.store.store import Store
 from codexmem.timeutil import format_ts
@@ -143,15 +144,24 @@ def build_note(
 
 def same_in_project(index: Index, note: Note) -> list[dict[str, Any]]:
     """Live notes of the note's project (any workspace or session) with its type, title and content, newest first."""
-    where = {"project_id": note.scope.project_id, "type": note.type}
-    rows = index.select(NOTE, where=where, where_in={"status": ["active", "resolved"]})
-    return [r for r in rows if r["title"] == note.title and r["content"] == note.content]
+    rows = index.select(NOTE, keys=_note_keys(note), where_in={"status": ["active", "resolved"]})
+    return [r for r in rows if _says_same(r, note) and r["scope"]["project_id"] == note.scope.project_id]
 
 
 def _same_note(store: Store, note: Note) -> dict[str, Any] | None:
-    """The note this session saved with the same scope, type, title and content, if any."""
-    where = {"session_id": note.session_id, "type": note.type, **note.scope.model_dump()}
-    for existing in store.index.select(NOTE, where=where):
-        if existing["title"] == note.title and existing["content"] == note.content:
+    """The note this session saved with the same scope, type, title and content, if any: one probe
+    of the dedupe index, so the cost does not grow with the notes the session holds."""
+    where = {"session_id": note.session_id, **note.scope.model_dump()}
+    for existing in store.index.select(NOTE, keys=_note_keys(note), where=where):
+        if _says_same(existing, note):
             return existing
     return None
+
+
+def _note_keys(note: Note) -> list[str]:
+    return dedupe_keys(NOTE, note.model_dump(mode="json", include={"scope", "type", "title", "content"}))
+
+
+def _says_same(row: dict[str, Any], note: Note) -> bool:
+    """The fields the dedupe key hashes, compared as they are (the key only chooses the rows)."""
+    return (row["type"], row["title"], row["content"]) == (note.type, note.title, note.content)

@@ -19,6 +19,7 @@ from codexmem.errors import CodexmemError, field_path, validation_fields
 from codexmem.models.channel import ChannelSchema, FieldConfig, FieldDef, FieldOption, SchemaProblems
 from codexmem.records.fields import preview_values, unique_keys
 from codexmem.store.index import Index
+from codexmem.store.index.schema import dedupe_keys
 from codexmem.store.layout import ITEM
 
 
@@ -116,22 +117,22 @@ def unique_failures(
     """One rejection entry per ``is_unique`` field whose given value another item of the channel holds.
 
     Only keys present in ``values`` are checked: an edit that leaves a unique field alone cannot
-    break it, and the scan of the channel is skipped. Values compare as ``check`` compares them.
+    break it. Each is one probe of the index's unique-value keys, whatever the channel holds;
+    values compare as ``check`` compares them.
     """
     keys = [k for k in unique_keys(schema) if values.get(k) is not None]
     if not keys:
         return []
-    wanted = {k: repr(values[k]) for k in keys}
     holder: dict[str, str] = {}
     channel = schema.record_channel_id
-    for other in index.select(ITEM, where={"channel": channel}, order=[("id", False)]):
-        if other["item_id"] == item_id:
-            continue
-        for key in keys:
-            if key not in holder and repr(other["values"].get(key)) == wanted[key]:
+    for key in keys:
+        # One probe of the index's unique-value keys, then the values compared as ``check`` does.
+        probe = dedupe_keys(ITEM, {"record_channel_id": channel, "values": values}, (key,))
+        rows = index.select(ITEM, keys=probe, where={"channel": channel}, order=[("id", False)])
+        for other in rows:
+            if other["item_id"] != item_id and repr(other["values"].get(key)) == repr(values[key]):
                 holder[key] = other["item_id"]
-        if len(holder) == len(keys):
-            break
+                break
     return [
         {
             "key": key,

@@ -13,8 +13,17 @@ from typing import Any
 
 from codexmem.store import events as ev
 from codexmem.store.index.base import IndexConnection, mtime_of, racy
-from codexmem.store.index.schema import FTS_TABLES, RECORD_COLUMNS, columns_of, content_hash, fts_texts, record_relpath
-from codexmem.store.layout import CHANNEL, Kind, identify_relpath, symlink_below
+from codexmem.store.index.schema import (
+    FTS_TABLES,
+    RECORD_COLUMNS,
+    columns_of,
+    content_hash,
+    dedupe_keys,
+    fts_texts,
+    record_relpath,
+    unique_fields_of,
+)
+from codexmem.store.layout import CHANNEL, ITEM, Kind, identify_relpath, symlink_below
 from codexmem.store.recordfile import read_record
 
 
@@ -146,6 +155,7 @@ class Ingestion(IndexConnection):
                 f"INSERT INTO records({', '.join(RECORD_COLUMNS)}) VALUES ({', '.join('?' * len(values))})", values
             )
             rowid = cur.lastrowid
+            assert rowid is not None  # an INSERT into a rowid table always gives one
         else:
             rowid = row[0]
             # Only the columns that changed: SQLite rewrites the entry of every index over a column
@@ -170,8 +180,37 @@ class Ingestion(IndexConnection):
         if texts is not None:
             for table in tables:
                 conn.execute(f"INSERT INTO {table}(rowid, title, body, extra) VALUES (?,?,?,?)", (rowid, *texts))
+        if kind is ITEM:
+            self._set_keys(conn, rowid, dedupe_keys(kind, data, self._unique_fields(conn, channel)), row is not None)
+        elif kind is CHANNEL:
+            if row is None or row[RECORD_COLUMNS.index("hash") + 1] != digest:
+                self._rekey_items(conn, rid)
+        else:
+            self._set_keys(conn, rowid, dedupe_keys(kind, data), row is not None)
         if racy(st.st_mtime_ns):
             conn.execute("INSERT OR IGNORE INTO recheck(path) VALUES (?)", (rel,))
+
+    def _set_keys(self, conn: sqlite3.Connection, rowid: int, keys: list[str], existed: bool) -> None:
+        """A record's dedupe keys: rewritten only when they changed (most edits keep them)."""
+        if existed:
+            old = [r[0] for r in conn.execute("SELECT key FROM record_keys WHERE rid=? ORDER BY key", (rowid,))]
+            if old == sorted(set(keys)):
+                return
+            conn.execute("DELETE FROM record_keys WHERE rid=?", (rowid,))
+        conn.executemany("INSERT OR IGNORE INTO record_keys(key, rid) VALUES (?, ?)", [(k, rowid) for k in keys])
+
+    def _unique_fields(self, conn: sqlite3.Connection, channel: str | None) -> tuple[str, ...]:
+        """The unique fields of an item's channel (none while its schema is not indexed yet: a rebuild
+        reads items before their schema, and the schema's ingest keys them then)."""
+        row = conn.execute("SELECT data FROM records WHERE kind='channel' AND id=?", (channel,)).fetchone()
+        return unique_fields_of(row[0]) if row else ()
+
+    def _rekey_items(self, conn: sqlite3.Connection, channel: str) -> None:
+        """A channel's schema came or changed: its items' unique-value keys follow it."""
+        fields = self._unique_fields(conn, channel)
+        rows = conn.execute("SELECT rowid, data FROM records WHERE kind='item' AND channel=?", (channel,)).fetchall()
+        for rowid, data in rows:
+            self._set_keys(conn, rowid, dedupe_keys(ITEM, json.loads(data), fields), True)
 
     def _remove_path(self, conn: sqlite3.Connection, rel: str, report: ScanReport) -> None:
         row = conn.execute("SELECT rowid, kind, id, channel, version FROM records WHERE path=?", (rel,)).fetchone()
@@ -180,6 +219,7 @@ class Ingestion(IndexConnection):
         for table in FTS_TABLES.get(row[1], ()):
             conn.execute(f"DELETE FROM {table} WHERE rowid=?", (row[0],))
         conn.execute("DELETE FROM records WHERE rowid=?", (row[0],))
+        conn.execute("DELETE FROM record_keys WHERE rid=?", (row[0],))
         conn.execute("DELETE FROM recheck WHERE path=?", (rel,))
         report.removed += 1
 

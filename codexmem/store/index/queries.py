@@ -75,16 +75,30 @@ class Queries(IndexConnection):
         min_importance: int | None = None,
         before_id: str | None = None,
         data_equals: dict[str, Any] | None = None,
+        keys: Sequence[str] | None = None,
         order: Sequence[tuple[str, bool]] = (("created_at", True), ("id", True)),
         limit: int | None = None,
     ) -> list[dict[str, Any]]:
         """Records of one kind filtered on indexed columns, parsed from their stored data.
+
+        ``keys`` (from ``schema.dedupe_keys``) keeps the records holding any of these dedupe keys,
+        found by one probe of ``record_keys`` however many records share the other filters (the
+        caller compares the fields themselves: keys are hashes).
 
         ``data_equals`` compares fields of the stored record (``{"task": ...}``, dotted for nested
         ones: ``{"values.ticket": ...}``) inside SQLite, so only matching records are parsed; use it
         after the indexed filters, which choose the rows it reads.
         """
         sql, params = self._where(kind, where, where_in, where_not, min_importance, before_id)
+        source = "records"
+        if keys is not None:
+            if not keys:
+                return []
+            # CROSS JOIN: from the keys to their few records, never from another index of records
+            # (the planner would walk a session's or channel's every record, testing each rowid).
+            source = "record_keys CROSS JOIN records ON records.rowid = record_keys.rid"
+            sql += f" AND record_keys.key IN ({','.join('?' * len(keys))})"
+            params.extend(keys)
         for key, value in (data_equals or {}).items():
             if not _DATA_KEY_RE.match(key):
                 raise ValueError(f"not a record field path: {key!r}")
@@ -97,7 +111,7 @@ class Queries(IndexConnection):
             sql += " LIMIT ?"
             params.append(int(limit))
         with self._mutex:
-            rows = self.conn.execute("SELECT data FROM records WHERE " + sql, params).fetchall()
+            rows = self.conn.execute(f"SELECT data FROM {source} WHERE {sql}", params).fetchall()
         return [json.loads(r[0]) for r in rows]
 
     def count(self, kind: Kind, *, where: dict[str, Any] | None = None) -> int:

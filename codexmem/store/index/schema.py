@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
+from collections.abc import Sequence
 from typing import Any
 
-from codexmem.store.layout import CHANNEL, CHANNELS_DIR, HANDOFF, ITEM, ITEMS_DIR, NOTE, SCHEMA_FILE, Kind
+from codexmem.store.layout import CHANNEL, CHANNELS_DIR, HANDOFF, IMPORT, ITEM, ITEMS_DIR, NOTE, SCHEMA_FILE, Kind
 
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 15
 
 
 SEQ_FACTOR = 10_000_000_000  # public sequence = epoch * SEQ_FACTOR + local sequence
@@ -63,6 +66,11 @@ CREATE VIRTUAL TABLE fts_handoffs USING fts5(
 CREATE VIRTUAL TABLE fts_handoffs_stem USING fts5(title, body, extra, tokenize='porter unicode61 remove_diacritics 2');
 CREATE VIRTUAL TABLE fts_items USING fts5(title, body, extra, tokenize='unicode61 remove_diacritics 2');
 CREATE VIRTUAL TABLE fts_items_stem USING fts5(title, body, extra, tokenize='porter unicode61 remove_diacritics 2');
+-- Dedupe keys (see dedupe_keys), each a hash of the values a save compares: "is the same record
+-- already there?" (a note in its session, an open handoff for the task, an imported artifact, an
+-- item's unique value) is one probe here, whatever the session, channel or project holds.
+CREATE TABLE record_keys(key TEXT NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY(key, rid)) WITHOUT ROWID;
+CREATE INDEX record_keys_rid ON record_keys(rid);
 CREATE TABLE recheck(path TEXT PRIMARY KEY);
 CREATE TABLE bad_files(
   path TEXT PRIMARY KEY, dir TEXT NOT NULL, inode INTEGER, mtime_ns INTEGER, size INTEGER, problem TEXT NOT NULL
@@ -113,6 +121,8 @@ PLANNER_STATS: dict[tuple[str, str], str] = {
     ("records", "records_channel"): "1000000 200000 100000 1",
     ("records", "records_dir"): "1000000 100000 1 1 1 1",
     ("records", "records_search"): "1000000 1 1 1 1 1 1 1",
+    ("record_keys", "record_keys"): "1000000 2 1",
+    ("record_keys", "record_keys_rid"): "1000000 2",
     ("events", "sqlite_autoindex_events_1"): "1000000 1",
     ("events", "events_record"): "1000000 200000 3 1",
     ("events", "events_channel"): "1000000 500000 1",
@@ -157,6 +167,54 @@ def columns_of(kind: Kind, data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def dedupe_key(*parts: Any) -> str:
+    """A fixed-size key of the exact values a dedupe compares (the lookup re-checks them)."""
+    text = json.dumps(parts, ensure_ascii=False, separators=(",", ":"))  # unambiguous: each part quoted
+    return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+
+
+def dedupe_keys(kind: Kind, data: dict[str, Any], unique_fields: Sequence[str] = ()) -> list[str]:
+    """The keys under which a save looks for this record before writing (``record_keys``).
+
+    A note: its project, type, title and content (memory_save_note's dedupe within a session, an
+    import's within the project). A handoff, while open: its workspace and task. An import audit:
+    its project and source with its external_id, and with its payload_hash. An item: its channel
+    with each ``unique_fields`` value it holds (as ``repr``, as the uniqueness check compares).
+    Recomputed on every change, so a handoff that closes leaves the open lookup.
+    """
+    scope = data.get("scope") or {}
+    project = scope.get("project_id")
+    if kind is NOTE:
+        return [dedupe_key("note", project, data.get("type"), data.get("title"), data.get("content"))]
+    if kind is HANDOFF:
+        if data.get("status") != "open":
+            return []
+        return [dedupe_key("handoff", project, scope.get("workspace_id"), data.get("task"))]
+    if kind is IMPORT:
+        source = data.get("source")
+        return [
+            dedupe_key("import", project, source, field, data[field])
+            for field in ("external_id", "payload_hash")
+            if data.get(field)
+        ]
+    if kind is ITEM:
+        values = data.get("values") or {}
+        channel = data.get("record_channel_id")
+        return [
+            dedupe_key("item", channel, field, repr(values[field]))
+            for field in unique_fields
+            if values.get(field) is not None
+        ]
+    return []
+
+
+@functools.lru_cache(maxsize=256)
+def unique_fields_of(schema_json: str) -> tuple[str, ...]:
+    """The keys of a channel schema's ``is_unique`` fields, from the schema as the index keeps it."""
+    fields = json.loads(schema_json).get("fields") or []
+    return tuple(str(f["key"]) for f in fields if isinstance(f, dict) and f.get("is_unique"))
+
+
 def fts_texts(kind: Kind, data: dict[str, Any]) -> tuple[str, str, str] | None:
     """(title, body, extra) to index for full-text search, or None for kinds not searched."""
     if kind is NOTE:
@@ -175,6 +233,7 @@ def fts_texts(kind: Kind, data: dict[str, Any]) -> tuple[str, str, str] | None:
     return None
 
 
+NOT_QUERIED = frozenset({"path", "dir", "inode", "mtime_ns", "size", "hash", "data"})
 RECORD_COLUMNS = (
     "kind",
     "id",
@@ -199,7 +258,7 @@ RECORD_COLUMNS = (
     "data",
 )
 """The columns of a record row, in the order :meth:`Index._upsert` fills them."""
-QUERY_COLUMNS = frozenset(RECORD_COLUMNS) - {"path", "dir", "inode", "mtime_ns", "size", "hash", "data"}
+QUERY_COLUMNS = frozenset(RECORD_COLUMNS) - NOT_QUERIED
 """The columns a query may filter and order on (names are checked against it: SQL is never built from input)."""
 
 
