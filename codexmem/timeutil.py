@@ -32,6 +32,17 @@ def is_ts(value: str) -> bool:
     return bool(_TS_RE.match(value))
 
 
+def compact_ts(value: str) -> str:
+    """A store timestamp in ISO 8601's basic UTC form to the second: ``20260313T105200Z``.
+
+    For answers that list many times (polled events): 8 bytes shorter each, still sortable as text.
+    Anything not in the store's form is returned as it is.
+    """
+    if not is_ts(value):
+        return value
+    return f"{value[0:4]}{value[5:7]}{value[8:10]}T{value[11:13]}{value[14:16]}{value[17:19]}Z"
+
+
 def parse_ts(value: str) -> datetime:
     """Parse a store timestamp (or any RFC 3339 / ISO 8601 string with offset) to aware UTC."""
     text = value.strip()

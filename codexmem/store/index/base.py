@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from codexmem.store.index.schema import PAGE_CACHE_KIB, PLANNER_STATS, SCHEMA, SCHEMA_VERSION
+from codexmem.store.index.schema import EPOCHS, PAGE_CACHE_KIB, PLANNER_STATS, SCHEMA, SCHEMA_VERSION
 from codexmem.store.layout import Layout
 
 RACY_NS = 2_000_000_000
@@ -31,6 +31,21 @@ def mtime_of(path: str) -> int:
         return -1
 
 
+def _epoch_in(path: Path) -> int | None:
+    """The epoch recorded in an index file about to be thrown away, if it can be read."""
+    if not path.is_file():
+        return None
+    try:
+        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+        try:
+            row = conn.execute("SELECT value FROM meta WHERE key='epoch'").fetchone()
+        finally:
+            conn.close()
+        return int(row[0]) if row else None
+    except (sqlite3.DatabaseError, TypeError, ValueError):
+        return None
+
+
 class IndexCorrupt(Exception):
     """The index file cannot be used; it will be rebuilt."""
 
@@ -44,6 +59,7 @@ class IndexConnection:
         self._mutex = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         self.epoch = 0
+        self._retired_epoch: int | None = None  # the epoch of the index file thrown away last
         self._markers: list[Path] | None = None
         # Folder listings for the per-call check, keyed by the folder's mtime (see _listing).
         self._listings: dict[str, tuple[int, list[str]]] = {}
@@ -87,6 +103,7 @@ class IndexConnection:
 
     def _discard_file(self) -> None:
         assert self.path is not None
+        self._retired_epoch = self.epoch or _epoch_in(self.path)
         for suffix in ("", "-wal", "-shm"):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(str(self.path) + suffix)
@@ -122,7 +139,12 @@ class IndexConnection:
         )
         conn.execute("ANALYZE sqlite_schema")
         # A fresh epoch for every rebuild: sequences handed out before it are recognized as stale.
-        self.epoch = random.SystemRandom().randrange(100_000, 900_000)
+        # Never the epoch of the file it replaces (when that could be read): a cursor from before
+        # `codexmem reindex` or an upgrade always expires; after a lost cache, 1 in 99,000 would not.
+        rng = random.SystemRandom()
+        self.epoch = rng.choice(EPOCHS)
+        while self.epoch == self._retired_epoch:
+            self.epoch = rng.choice(EPOCHS)
         conn.executemany(
             "INSERT INTO meta(key, value) VALUES (?, ?)",
             [("schema_version", str(SCHEMA_VERSION)), ("epoch", str(self.epoch))],

@@ -277,7 +277,10 @@ class Queries(IndexConnection):
         return public % SEQ_FACTOR
 
     def events_after(self, local: int, *, channel: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
-        sql = "SELECT seq, event_id, at, actor, kind, id, channel, type, version, changed FROM events WHERE seq > ?"
+        sql = (
+            "SELECT seq, event_id, at, actor, kind, id, channel, type, version, changed, author FROM events"
+            " WHERE seq > ?"
+        )
         params: list[Any] = [local]
         if channel is not None:
             sql += " AND channel = ?"
@@ -298,6 +301,7 @@ class Queries(IndexConnection):
                 "type": r[7],
                 "version": r[8],
                 "changed": json.loads(r[9]),
+                "author": r[10],
             }
             for r in rows
         ]

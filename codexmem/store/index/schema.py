@@ -10,10 +10,14 @@ from typing import Any
 
 from codexmem.store.layout import CHANNEL, CHANNELS_DIR, HANDOFF, IMPORT, ITEM, ITEMS_DIR, NOTE, SCHEMA_FILE, Kind
 
-SCHEMA_VERSION = 15
+SCHEMA_VERSION = 16
 
 
 SEQ_FACTOR = 10_000_000_000  # public sequence = epoch * SEQ_FACTOR + local sequence
+EPOCHS = range(1_000, 100_000)
+"""Epochs an index is built with (a new one, never the previous, at every rebuild): a poll cursor
+is at most 15 digits, and a cursor of the earlier format (six-digit epochs, 100000-899999, up to
+schema 13) can never name one of them, so it always expires instead of landing somewhere."""
 
 
 SCHEMA = """
