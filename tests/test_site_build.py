@@ -704,7 +704,13 @@ def test_one_change_indexes_only_the_search_part_that_holds_it(tmp_path: Path, m
     assert len(changed) == 1 and changed[0].startswith("notes-")
     third = build_site(fx.store, out, now=BUILD_NOW)
     assert third.search is not None and third.search.indexed == 0
-    assert not (out / search_module.STAGING_DIR).exists()
+    # Pagefind read the site folder itself: no copy or link of a page was left anywhere in it.
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == [".codexmem-site-files", ".nojekyll"]
+    assert sorted(p.name for p in (out / "pagefind").iterdir()) == sorted([*parts, "parts.json"])
+    owned = {line for line in (out / ".codexmem-site-files").read_text().splitlines() if line.endswith(".html")}
+    assert {
+        p.relative_to(out).as_posix() for p in out.rglob("*.html") if p.parts[len(out.parts)] != "pagefind"
+    } == owned
 
 
 def test_no_search_leaves_no_broken_link_and_says_so(fx: Fixture, tmp_path: Path) -> None:

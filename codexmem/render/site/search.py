@@ -10,8 +10,11 @@ browser merges them at search time (Pagefind's ``mergeIndex``), and ``pagefind/p
 lists them.
 
 A part is indexed again only when the pages in it (their paths and input hashes) changed, or its
-bundle is missing. Pagefind reads a staging folder of hard links to that part's pages, so the
-URLs it records are the site's own.
+bundle is missing. Pagefind reads the site folder itself, told the part's pages by a glob in a
+config file (``{notes/note_1/index.html,...}``), so the URLs it records are the site's own and no
+copy or link of a page is made: on a disk where creating and deleting files costs a millisecond
+each, a folder of links per part cost more than indexing it. The old bundle of a part indexed
+again is deleted in a background thread while the build goes on.
 """
 
 from __future__ import annotations
@@ -20,9 +23,12 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tempfile
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -30,10 +36,11 @@ from codexmem.errors import CodexmemError
 
 PAGEFIND_DIR = "pagefind"
 PARTS_FILE = "parts.json"
-STAGING_DIR = ".search-staging"
 PART_PAGES = 1500
 PARALLEL = 2
 _RECORD_FOLDERS = ("notes", "handoffs", "sessions", "imports")
+_GLOB_SAFE_RE = re.compile(r"[A-Za-z0-9_./-]+")
+"""Record page paths are made of ids and channel ids: nothing a glob would read as a pattern."""
 
 
 @dataclass
@@ -90,7 +97,8 @@ class Indexer:
         self.out = out
         self.previous = previous
         self.bundles = os.path.join(out, PAGEFIND_DIR)
-        self.staging = os.path.join(out, STAGING_DIR)
+        self.configs = tempfile.mkdtemp(prefix="codexmem-search-")
+        self.reapers: list[threading.Thread] = []
         self.hashes: dict[str, str] = {}
         self.report = SearchReport()
         self.queue: list[tuple[str, dict[str, str]]] = []
@@ -98,7 +106,6 @@ class Indexer:
         self.kind: str | None = None
         self.pages: dict[str, str] = {}
         self.done: set[str] = set()
-        shutil.rmtree(self.staging, ignore_errors=True)
         os.makedirs(self.bundles, exist_ok=True)
 
     def page(self, path: str, inputs: str) -> None:
@@ -134,10 +141,24 @@ class Indexer:
         for entry in list(self.running):
             if entry[1].poll() is not None:
                 self.running.remove(entry)
-                _finish(self.out, *entry)
+                old = _finish(self.out, *entry)
+                if old is not None:
+                    self._reap(old)
         while self.queue and len(self.running) < PARALLEL:
             name, members = self.queue.pop(0)
-            self.running.append((name, _start(self.out, self.staging, name, members)))
+            self.running.append((name, _start(self.out, self.configs, name, members)))
+
+    def _reap(self, folder: str) -> None:
+        """Delete a replaced bundle meanwhile: a thread, since deleting files is I/O, not Python."""
+        reaper = threading.Thread(target=shutil.rmtree, args=(folder,), kwargs={"ignore_errors": True})
+        reaper.start()
+        self.reapers.append(reaper)
+
+    def _cleanup(self) -> None:
+        for reaper in self.reapers:
+            reaper.join()
+        self.reapers = []
+        shutil.rmtree(self.configs, ignore_errors=True)
 
     def abandon(self) -> None:
         """The build failed: stop Pagefind and leave the bundles as they were."""
@@ -145,7 +166,7 @@ class Indexer:
             proc.kill()
             proc.wait()
         self.running, self.queue = [], []
-        shutil.rmtree(self.staging, ignore_errors=True)
+        self._cleanup()
 
     def finish(self) -> tuple[dict[str, str], SearchReport]:
         """Wait for every part, drop the bundles of parts that are gone, list the parts."""
@@ -158,7 +179,7 @@ class Indexer:
         except BaseException:
             self.abandon()
             raise
-        shutil.rmtree(self.staging, ignore_errors=True)
+        self._cleanup()
         _remove_stale(self.bundles, set(self.hashes))
         listing = json.dumps({"parts": sorted(self.hashes)}, separators=(",", ":")) + "\n"
         target = os.path.join(self.bundles, PARTS_FILE)
@@ -170,26 +191,30 @@ class Indexer:
         return dict(sorted(self.hashes.items())), self.report
 
 
-def _start(out: str, staging: str, name: str, members: Iterable[str]) -> subprocess.Popen[str]:
-    site = os.path.join(staging, name)
-    for rel in members:
-        target = os.path.join(site, rel)
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        try:
-            os.link(os.path.join(out, rel), target)
-        except OSError:
-            shutil.copyfile(os.path.join(out, rel), target)
+def _start(out: str, configs: str, name: str, members: Iterable[str]) -> subprocess.Popen[str]:
+    """Pagefind on the site folder, its glob naming the part's pages (in a config file: no length limit)."""
+    paths = sorted(members)
+    for rel in paths:
+        if not _GLOB_SAFE_RE.fullmatch(rel):
+            raise CodexmemError("ERR_INVALID_INPUT", f"search: page path {rel[:80]!r} has characters a glob reads")
     fresh = os.path.join(out, PAGEFIND_DIR, f".{name}-new")
     shutil.rmtree(fresh, ignore_errors=True)
+    folder = os.path.join(configs, name)
+    os.makedirs(folder)
+    config = {"site": out, "glob": "{" + ",".join(paths) + "}", "output_path": fresh}
+    with open(os.path.join(folder, "pagefind.json"), "w", encoding="utf-8") as fh:
+        json.dump(config, fh)
     return subprocess.Popen(
-        [sys.executable, "-m", "pagefind", "--site", site, "--output-path", fresh, "--silent"],
+        [sys.executable, "-m", "pagefind", "--silent"],
+        cwd=folder,  # Pagefind reads pagefind.json from its working folder
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
     )
 
 
-def _finish(out: str, name: str, proc: subprocess.Popen[str]) -> None:
+def _finish(out: str, name: str, proc: subprocess.Popen[str]) -> str | None:
+    """Put the fresh bundle in place; the replaced one's folder (to delete), if there was one."""
     output, _ = proc.communicate()
     bundle_root = os.path.join(out, PAGEFIND_DIR)
     fresh = os.path.join(bundle_root, f".{name}-new")
@@ -199,10 +224,12 @@ def _finish(out: str, name: str, proc: subprocess.Popen[str]) -> None:
     current = os.path.join(bundle_root, name)
     old = os.path.join(bundle_root, f".{name}-old")
     shutil.rmtree(old, ignore_errors=True)
-    if os.path.exists(current):
-        os.replace(current, old)
+    if not os.path.exists(current):
+        os.replace(fresh, current)
+        return None
+    os.replace(current, old)
     os.replace(fresh, current)
-    shutil.rmtree(old, ignore_errors=True)
+    return old
 
 
 def _remove_stale(bundle_root: str, keep: set[str]) -> None:
