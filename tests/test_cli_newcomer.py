@@ -217,6 +217,8 @@ def test_errors_name_cli_commands_and_the_allowed_values(tmp_path: Path, capsys:
     )
     assert err.splitlines()[1] == "  values.title: looks like a credential (password); remove it or store a reference"
     assert "hunter2hunter2" not in err
+    err = error("items", "edit", "bugs", "nope", "--json", "{}")
+    assert err.count("item_<ULID>") == 1, err  # the problem is said once, not again under its field
     for text in seen:
         assert not any(word in text for word in MCP_WORDS), text
 

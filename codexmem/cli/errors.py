@@ -26,9 +26,14 @@ def error_lines(exc: CodexmemError, args: argparse.Namespace) -> list[str]:
     wording = WORDINGS.get(exc.code)
     headline = wording(exc, args) if wording else exc.message
     problems = [_problem(f) for f in (exc.fields or [])[:MAX_PROBLEMS]]
-    if len(problems) == 1 and problems[0] in headline:
+    if len(problems) == 1 and _says(headline, problems[0]):
         problems = []  # the headline already says it: never print a problem twice
     return [PREFIX + headline, *(INDENT + p for p in problems)]
+
+
+def _says(headline: str, problem: str) -> bool:
+    """Whether the headline already holds the problem, with or without the colon after its field."""
+    return problem in headline or problem.replace(": ", " ", 1) in headline
 
 
 def _problem(field: dict[str, Any]) -> str:
