@@ -115,3 +115,62 @@ def test_history_says_so_where_neither_the_events_nor_git_know(tmp_path: Path) -
     assert "Status : not recorded → Fixed" in item
     assert "Points : — → 3" in item  # version 1 (in git) had no points, and version 2 did not set them
     assert "parallel" not in item  # the migration's record of version 3 is no second version 3
+
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "store-example"
+
+
+def tree_state(root: Path) -> dict[str, tuple[bytes, int, int]]:
+    """Every file under ``root`` (the cache aside): its bytes, inode and modification time."""
+    state: dict[str, tuple[bytes, int, int]] = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if path.is_file() and not rel.startswith(".cache/") and rel != ".lock":
+            info = path.stat()
+            state[rel] = (path.read_bytes(), info.st_ino, info.st_mtime_ns)
+    return state
+
+
+def test_store_example_is_at_the_current_format_in_the_writers_form(tmp_path: Path) -> None:
+    """store-example/ declares the current format, and every record file is byte for byte what
+    the writer makes of its values today (so it needs no migration)."""
+    from codexmem.models.config import STORE_FORMAT
+    from codexmem.store.layout import identify_relpath
+    from codexmem.store.recordfile import parse, validate_record
+
+    example = tmp_path / "example"  # a copy: opening a store builds its index in .cache/
+    shutil.copytree(EXAMPLE, example)
+    assert load_yaml((example / "codexmem.yaml").read_text())["format"] == STORE_FORMAT
+    store = Store(example)
+    checked = 0
+    for path in sorted(example.rglob("*")):
+        rel = path.relative_to(example).as_posix()
+        ident = identify_relpath(rel)
+        if ident is None or ident[0].name == "channel" or not path.is_file():
+            continue
+        kind, rid, channel = ident
+        raw = path.read_bytes()
+        data = validate_record(kind, parse(kind, raw, source=rel), rid, channel)
+        assert store.serialize(kind, data) == raw, rel
+        checked += 1
+    store.index.close()
+    assert checked > 100
+
+
+def test_migrate_on_a_store_at_the_current_format_changes_nothing(tmp_path: Path) -> None:
+    repo = tmp_path / "team"
+    shutil.copytree(EXAMPLE, repo / "memory")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.name=Pat Doe", "-c", "user.email=pat@example.com", "commit", "-q", "-m", "memory")
+    store = repo / "memory"
+    before = tree_state(store)
+    git_config = (repo / ".git" / "config").read_bytes()
+
+    code, out, err = cli("migrate", "--store", str(store))
+
+    assert (code, err) == (0, "")
+    assert out == f"migrate: {store} is already in the current format (format 2): nothing was changed\n"
+    assert tree_state(store) == before  # no file written, not even with the same bytes
+    assert (repo / ".git" / "config").read_bytes() == git_config
+    assert git(repo, "status", "--porcelain").stdout == ""

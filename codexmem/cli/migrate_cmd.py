@@ -19,12 +19,13 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from codexmem.cli.common import existing_store
+    from codexmem.models.config import STORE_FORMAT
     from codexmem.store.migrate import migrate
 
     root = existing_store(args)
     report = migrate(root)
-    if not report.records and not report.paths and not report.attributes:
-        print(f"migrate: {root} is already in the current format")
+    if report.current:
+        print(f"migrate: {root} is already in the current format (format {STORE_FORMAT}): nothing was changed")
         return 0
     print(f"migrate: {report.records} records rewritten and recorded ({report.already} already were)")
     for path in report.paths:

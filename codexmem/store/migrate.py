@@ -37,6 +37,8 @@ BATCH = 200
 
 @dataclass
 class Migration:
+    current: bool = False
+    """The store was already at the current format: nothing was read beyond its config, nothing written."""
     records: int = 0
     events: int = 0
     already: int = 0
@@ -47,11 +49,20 @@ class Migration:
 
 
 def migrate(root: Path, *, writer: Writer | None = None, branch: str | None = AUTO) -> Migration:
-    """Migrate the store at ``root``; ERR_INVALID_INPUT (nothing written) when a file cannot be read."""
+    """Migrate the store at ``root``; ERR_INVALID_INPUT (nothing written) when a file cannot be read.
+
+    A store already at the current format is left exactly as it is: no record, event, config or
+    attributes file is written and the driver is not registered (``codexmem setup`` does that).
+    Its records were written by the current code and have events with values; giving them
+    ``migrated`` events, or rewriting a config a person formatted, would be a change to review for
+    nothing. (An interrupted migration still has format 1 in its config, which is written last.)
+    """
     layout = Layout(Path(os.path.abspath(root)))
     raw = config_mapping(layout)
     fmt = raw.get("format")
-    if fmt not in (1, STORE_FORMAT):
+    if fmt == STORE_FORMAT:
+        return Migration(current=True)
+    if fmt != 1:
         raise CodexmemError("ERR_INVALID_INPUT", f"{CONFIG_FILE}: format {fmt!r} cannot be migrated (1 can)")
     report = Migration()
     config_data = _relative_paths(raw, layout.root, report)
