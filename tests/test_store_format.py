@@ -272,6 +272,23 @@ def test_session_round_trip(model: Session) -> None:
     _round_trip(SESSION, model)
 
 
+@pytest.mark.parametrize("text", ["on...", "Wait...", "a\n\n", "x\n..."])
+def test_a_value_ending_in_dots_keeps_them(text: str) -> None:
+    """YAML's document end marker is a line of its own: a plain value's last dots are the value's (found by hypothesis)."""
+    session = Session.model_validate(
+        {
+            "session_id": "sess_" + "0" * 26,
+            "version": 1,
+            "scope": {"system_id": "sys_0", "project_id": "proj_0", "workspace_id": "ws_0"},
+            "status": "active",
+            "task": text,
+            "branch_name": text,
+            "started_at": "2020-01-01T00:00:00.000Z",
+        }
+    )
+    _round_trip(SESSION, session)
+
+
 @ROUND_TRIP
 @given(notes)
 def test_note_round_trip(model: Note) -> None:

@@ -225,7 +225,9 @@ def _dump_value(value: Any) -> str:
     written for a text that starts with a space or a newline) counts from its parent's
     indentation, which the key line puts two spaces further out: it grows by two.
     """
-    text = dump_yaml(value).removesuffix("...\n")
+    text = dump_yaml(value)
+    if text.endswith("\n...\n"):  # the marker is a line of its own; a plain value may end in dots
+        text = text[:-4]
     header, sep, rest = text.partition("\n")
     if (m := _BLOCK_HEADER.match(header)) is not None:
         return f"{m['style']}{int(m['indent']) + 2}{m['chomp']}{sep}{rest}"
