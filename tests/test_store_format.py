@@ -274,7 +274,7 @@ def test_session_round_trip(model: Session) -> None:
 
 @pytest.mark.parametrize("text", ["on...", "Wait...", "a\n\n", "x\n..."])
 def test_a_value_ending_in_dots_keeps_them(text: str) -> None:
-    """YAML's document end marker is a line of its own: a plain value's last dots are the value's (found by hypothesis)."""
+    """YAML's end marker is a line of its own: a plain value's last dots are its own (found by hypothesis)."""
     session = Session.model_validate(
         {
             "session_id": "sess_" + "0" * 26,
