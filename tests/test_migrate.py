@@ -174,3 +174,24 @@ def test_migrate_on_a_store_at_the_current_format_changes_nothing(tmp_path: Path
     assert tree_state(store) == before  # no file written, not even with the same bytes
     assert (repo / ".git" / "config").read_bytes() == git_config
     assert git(repo, "status", "--porcelain").stdout == ""
+
+
+def test_migrate_on_a_current_store_only_makes_a_hand_typed_absolute_path_relative(tmp_path: Path) -> None:
+    """``check`` names ``codexmem migrate`` as the fix for an absolute path in the config: on a store
+    at the current format that is all it changes (no record, no event)."""
+    store = tmp_path / "team" / "memory"
+    shutil.copytree(EXAMPLE, store)
+    config = (store / "codexmem.yaml").read_text()
+    typed = config.replace("  preferred_tags:\n", f"  roots:\n  - {tmp_path}/team\n  preferred_tags:\n", 1)
+    assert typed != config
+    (store / "codexmem.yaml").write_text(typed)
+    assert any("absolute path" in f.message for f in check_store(store).errors)
+    before = {rel: state for rel, state in tree_state(store).items() if rel != "codexmem.yaml"}
+
+    code, out, err = cli("migrate", "--store", str(store))
+
+    assert (code, err) == (0, "")
+    assert "only its config changed" in out and f"codexmem.yaml: {tmp_path}/team is now relative to the store" in out
+    assert load_yaml((store / "codexmem.yaml").read_text())["projects"][0]["roots"] == [".."]
+    assert {rel: state for rel, state in tree_state(store).items() if rel != "codexmem.yaml"} == before
+    assert check_store(store).errors == []

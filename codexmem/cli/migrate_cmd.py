@@ -27,7 +27,10 @@ def run(args: argparse.Namespace) -> int:
     if report.current:
         print(f"migrate: {root} is already in the current format (format {STORE_FORMAT}): nothing was changed")
         return 0
-    print(f"migrate: {report.records} records rewritten and recorded ({report.already} already were)")
+    if report.config_only:
+        print(f"migrate: {root} is in the current format (format {STORE_FORMAT}); only its config changed")
+    else:
+        print(f"migrate: {report.records} records rewritten and recorded ({report.already} already were)")
     for path in report.paths:
         print(f"  codexmem.yaml: {path} is now relative to the store")
     if report.attributes:

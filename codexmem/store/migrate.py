@@ -39,6 +39,8 @@ BATCH = 200
 class Migration:
     current: bool = False
     """The store was already at the current format: nothing was read beyond its config, nothing written."""
+    config_only: bool = False
+    """The store was already at the current format, but its config held absolute paths (made relative)."""
     records: int = 0
     events: int = 0
     already: int = 0
@@ -51,17 +53,19 @@ class Migration:
 def migrate(root: Path, *, writer: Writer | None = None, branch: str | None = AUTO) -> Migration:
     """Migrate the store at ``root``; ERR_INVALID_INPUT (nothing written) when a file cannot be read.
 
-    A store already at the current format is left exactly as it is: no record, event, config or
-    attributes file is written and the driver is not registered (``codexmem setup`` does that).
-    Its records were written by the current code and have events with values; giving them
-    ``migrated`` events, or rewriting a config a person formatted, would be a change to review for
-    nothing. (An interrupted migration still has format 1 in its config, which is written last.)
+    A store already at the current format is left as it is: no record, event or attributes file
+    is written and the driver is not registered (``codexmem setup`` does that). Its records were
+    written by the current code and have events with values; giving them ``migrated`` events, or
+    rewriting a config a person formatted, would be a change to review for nothing. Only an
+    absolute path in its config (typed in by hand; ``check`` names this command as the fix) is
+    made relative, and then the config is rewritten. (An interrupted migration still has format 1
+    in its config, which is written last.)
     """
     layout = Layout(Path(os.path.abspath(root)))
     raw = config_mapping(layout)
     fmt = raw.get("format")
     if fmt == STORE_FORMAT:
-        return Migration(current=True)
+        return _current(layout, raw)
     if fmt != 1:
         raise CodexmemError("ERR_INVALID_INPUT", f"{CONFIG_FILE}: format {fmt!r} cannot be migrated (1 can)")
     report = Migration()
@@ -101,6 +105,21 @@ def migrate(root: Path, *, writer: Writer | None = None, branch: str | None = AU
     added = ensure_lines(layout.root / GITATTRIBUTES, STORE_GIT_FILES[GITATTRIBUTES])
     report.attributes = list(added[0].added) if added else []
     report.driver = register_driver(layout.root)
+    atomic_write(layout.config, dump_yaml(config_data).encode("utf-8"))
+    return report
+
+
+def _current(layout: Layout, raw: dict[str, Any]) -> Migration:
+    """A store at the current format: untouched, unless its config holds an absolute path."""
+    report = Migration(current=True)
+    config_data = _relative_paths(raw, layout.root, report)
+    if not report.paths:
+        return report
+    report.current, report.config_only = False, True
+    try:
+        StoreConfig.model_validate(config_data)
+    except ValueError as exc:
+        raise CodexmemError("ERR_INVALID_INPUT", f"{CONFIG_FILE}: {exc}") from None
     atomic_write(layout.config, dump_yaml(config_data).encode("utf-8"))
     return report
 
