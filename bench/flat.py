@@ -348,8 +348,9 @@ class Case:
         self.shape = shape
         shutil.rmtree(dest, ignore_errors=True)
         generate.working_copy(base, dest)
-        shutil.copytree(base / "ws", dest / "ws", symlinks=True)
-        self.cwd = str(dest / "ws" / "app")
+        # The cached work tree itself (calls only read it): a workspace's id is derived from its
+        # path, so a copy elsewhere would be another workspace holding none of the sessions.
+        self.cwd = str(base / "ws" / "app")
         self.store = Store(generate.store_dir(dest))
         index = self.store.fresh_index(full=True)
         self.scope = resolve_scope(self.store, Warnings(), cwd=self.cwd).ref()
