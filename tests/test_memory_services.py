@@ -243,6 +243,21 @@ def test_idle_recovery_closes_only_abandoned_sessions_of_this_workspace(
     assert lifecycle.recover_idle_sessions(store, NOW, Warnings(), workspace_id=scope["workspace_id"], actor="t") == []
 
 
+def test_a_recovery_reads_a_long_session_by_query_and_misses_nothing_it_lists(store: Store, web: Path) -> None:
+    """The todos and fixes of a session's later notes are found, though only its first notes are read whole."""
+    earlier = NOW - timedelta(hours=3)
+    scope, crashed = session_in(store, web, now=earlier, task="Long session")
+    total = lifecycle.RECOVERY_NOTES_READ + 30
+    for n in range(total):
+        kind = {total - 5: "todo", total - 3: "bugfix"}.get(n, "discovery")
+        save(store, scope, crashed, now=earlier + timedelta(seconds=n), note_type=kind, title=f"Finding {n}")
+    lifecycle.recover_idle_sessions(store, NOW, Warnings(), workspace_id=scope["workspace_id"], actor="t")
+    [rescue] = store.index.select(HANDOFF, where={"session_id": crashed})
+    assert rescue["next_steps"] == [f"Finding {total - 5}"] and rescue["completed"] == [f"Finding {total - 3}"]
+    assert f"recovered from its {total} note(s): discovery: Finding 0; " in rescue["summary"]
+    assert len(rescue["related_note_ids"]) == lifecycle.RECOVERY_LIST_ITEMS
+
+
 # ------------------------------------------------------------------ retrieval
 
 

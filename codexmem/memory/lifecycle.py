@@ -43,6 +43,8 @@ SESSION_MOVES: dict[str, tuple[str, ...]] = {
 }
 RECOVERY_LIST_ITEMS = 20
 RECOVERY_SUMMARY_CHARS = 1500
+RECOVERY_NOTES_READ = 100
+"""A recovery handoff's summary names the session's first notes: this many fill its characters."""
 
 
 def set_status(
@@ -164,14 +166,10 @@ def recover_idle_sessions(
                 event_type="status_changed",
                 changed=["ended_at", "status"],
             )
-            notes = store.index.select(NOTE, where={"session_id": sid}, order=[("created_at", False), ("id", False)])
-            if notes and store.index.count(HANDOFF, where={"session_id": sid}) == 0:
-                txn.put(
-                    HANDOFF,
-                    _recovery_handoff(store.new_id("handoff", at), current, notes, at),
-                    event_type="created",
-                    changed=[],
-                )
+            if store.index.count(HANDOFF, where={"session_id": sid}) == 0:
+                handoff = _recovery_handoff(store.index, store.new_id("handoff", at), current, at)
+                if handoff is not None:
+                    txn.put(HANDOFF, handoff, event_type="created", changed=[])
         recovered.append(sid)
     return recovered
 
@@ -185,29 +183,46 @@ def last_activity(index: Index, session: dict[str, Any]) -> str:
     return max(latest)
 
 
-def _recovery_handoff(handoff_id: str, session: dict[str, Any], notes: list[dict[str, Any]], at: str) -> dict[str, Any]:
-    """A handoff written for a session that stopped without one, from the notes it left."""
+def _recovery_handoff(index: Index, handoff_id: str, session: dict[str, Any], at: str) -> dict[str, Any] | None:
+    """A handoff written for a session that stopped without one, from the notes it left (None: it left none).
+
+    Every read is bounded, however many notes the session holds: its first notes (titles for the
+    summary, ids, files), then its open todos and its done work by query, each up to the list limit.
+    """
+    sid = session["session_id"]
+    in_session = {"session_id": sid}
+    oldest_first = [("created_at", False), ("id", False)]
+    total = index.count(NOTE, where=in_session)
+    if total == 0:
+        return None
+    notes = index.select(NOTE, where=in_session, order=oldest_first, limit=RECOVERY_NOTES_READ)
     titles = [f"{n['type']}: {n['title']}" for n in notes]
+    more = "; …" if total > len(notes) else ""
     summary = (
-        f"Session {session['session_id']} stopped without a handoff; recovered from its {len(notes)} note(s): "
-        + "; ".join(titles)
+        f"Session {sid} stopped without a handoff; recovered from its {total} note(s): " + "; ".join(titles) + more
     )
-    todos = [n["title"] for n in notes if n["type"] == "todo" and n["status"] == "active"]
-    done = [n["title"] for n in notes if n["type"] == "bugfix" or n["status"] == "resolved"]
+    todos = index.select(
+        NOTE, where={**in_session, "type": "todo", "status": "active"}, order=oldest_first, limit=RECOVERY_LIST_ITEMS
+    )
+    fixed = index.select(NOTE, where={**in_session, "type": "bugfix"}, order=oldest_first, limit=RECOVERY_LIST_ITEMS)
+    resolved = index.select(
+        NOTE, where={**in_session, "status": "resolved"}, order=oldest_first, limit=RECOVERY_LIST_ITEMS
+    )
+    done = {n["note_id"]: n for n in sorted(fixed + resolved, key=lambda n: (n["created_at"], n["note_id"]))}
     files = unique(p for n in notes for p in n.get("file_paths", []))
     handoff = new_handoff(
         handoff_id,
         ScopeRef.model_validate(session["scope"]),
-        session["session_id"],
+        sid,
         "recovery",
         "open",
         at,
         source="recovery_generated",
         task=shorten(session["task"] or "Continue the work of an interrupted session", MAX_TASK - 1)[0],
         summary=shorten(summary, RECOVERY_SUMMARY_CHARS)[0],
-        next_steps=todos[:RECOVERY_LIST_ITEMS]
+        next_steps=[n["title"] for n in todos]
         or ["Review the interrupted session's notes and confirm what is still open"],
-        completed=done[:RECOVERY_LIST_ITEMS],
+        completed=[n["title"] for n in done.values()][:RECOVERY_LIST_ITEMS],
         files_touched=files[:RECOVERY_LIST_ITEMS],
         related_note_ids=[n["note_id"] for n in notes][:RECOVERY_LIST_ITEMS],
     )
