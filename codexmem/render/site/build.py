@@ -383,7 +383,8 @@ def _save_manifest(path: Path, out: Path, entries: dict[str, dict[str, Any]], se
     body = {"format": MANIFEST_FORMAT, "out": str(out), "pages": entries, "search": search}
     # A read-only store keeps no manifest: every build there is a full one, nothing is lost.
     with contextlib.suppress(OSError):
-        _write(path, (json.dumps(body, indent=0, sort_keys=True) + "\n").encode("utf-8"))
+        # No indent: only then does json use its C encoder (indented, it took 0.3 s at 5,000 notes).
+        _write(path, (json.dumps(body, separators=(",", ":"), sort_keys=True) + "\n").encode("utf-8"))
 
 
 def _remove_tree(folder: Path) -> None:

@@ -91,27 +91,29 @@ def plan(data: SiteData, salt: str) -> list[Job]:
 
         jobs.append(job)
 
-    page("index.html", "home.html", partial(_home, data))
-    page("search/index.html", "search.html", _search)
+    # Record pages first, the largest kinds first: search indexes each kind's parts as soon as
+    # its pages are written, so Pagefind works while the lists and summaries below render.
     notes, handoffs, sessions, imports = (data.records[k] for k in ("note", "handoff", "session", "import"))
-    for pid in data.projects:
-        page(f"projects/{pid}/index.html", "project.html", partial(_project, data, pid))
-        listing(f"projects/{pid}/notes/", "list.html", partial(_project_notes, data, pid))
-        listing(f"projects/{pid}/sessions/", "list.html", partial(_project_sessions, data, pid))
-        listing(f"projects/{pid}/handoffs/", "list.html", partial(_project_handoffs, data, pid))
     for nid, note in notes.items():
         page(f"notes/{nid}/index.html", "note.html", partial(_note, data, note))
+    for cid in data.channels:
+        listing(f"channels/{cid}/", "channel.html", partial(_channel, data, cid))
+        for iid, item in data.items[cid].items():
+            page(f"channels/{cid}/{iid}/index.html", "item.html", partial(item_page, data, cid, item))
     for hid, handoff in handoffs.items():
         page(f"handoffs/{hid}/index.html", "handoff.html", partial(_handoff, data, handoff))
     for sid, session in sessions.items():
         listing(f"sessions/{sid}/", "session.html", partial(_session, data, session))
     for iid, imp in imports.items():
         page(f"imports/{iid}/index.html", "import.html", partial(_import, data, imp))
+    page("index.html", "home.html", partial(_home, data))
+    page("search/index.html", "search.html", _search)
+    for pid in data.projects:
+        page(f"projects/{pid}/index.html", "project.html", partial(_project, data, pid))
+        listing(f"projects/{pid}/notes/", "list.html", partial(_project_notes, data, pid))
+        listing(f"projects/{pid}/sessions/", "list.html", partial(_project_sessions, data, pid))
+        listing(f"projects/{pid}/handoffs/", "list.html", partial(_project_handoffs, data, pid))
     page("channels/index.html", "channels.html", partial(_channels, data))
-    for cid in data.channels:
-        listing(f"channels/{cid}/", "channel.html", partial(_channel, data, cid))
-        for iid, item in data.items[cid].items():
-            page(f"channels/{cid}/{iid}/index.html", "item.html", partial(item_page, data, cid, item))
     page("tags/index.html", "tags.html", partial(_tags, data))
     for tag in data.tags:
         listing(f"tags/{tag}/", "list.html", partial(_tag, data, tag))

@@ -104,6 +104,7 @@ class Indexer:
         self.queue: list[tuple[str, dict[str, str]]] = []
         self.running: list[tuple[str, subprocess.Popen[str]]] = []
         self.kind: str | None = None
+        self.folder = ""
         self.pages: dict[str, str] = {}
         self.done: set[str] = set()
         os.makedirs(self.bundles, exist_ok=True)
@@ -112,6 +113,12 @@ class Indexer:
         """A written (or unchanged) page of the site; a record page of a new kind closes the last kind."""
         found = record_page(path)
         if found is None:
+            # A page outside the kind's folder (the plan keeps each kind's pages, and their
+            # lists' chunks, together): the kind is complete, and its parts can be indexed
+            # while the rest of the site renders, not after the last page.
+            if self.kind is not None and not path.startswith(self.folder):
+                self._close_kind()
+            self.poll()
             return
         kind = found[0]
         if kind != self.kind:
@@ -119,6 +126,7 @@ class Indexer:
             if kind in self.done:
                 raise RuntimeError(f"site plan: pages of {kind} are not together")
             self.kind = kind
+            self.folder = path[: path.rindex(found[1])]
         self.pages[path] = inputs
         self.poll()
 
