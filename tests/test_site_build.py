@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import multiprocessing
 import posixpath
 import shutil
 import threading
@@ -767,3 +768,19 @@ def test_a_new_event_rewrites_only_its_month_of_the_activity_chunks(tmp_path: Pa
     report = build(fx.store, out)
     assert "activity/events-2026-04-00.json" in report.written_paths
     assert "activity/events-2026-03-00.json" not in report.written_paths
+
+
+def test_rendering_in_worker_processes_makes_the_same_site(fx: Fixture, tmp_path: Path) -> None:
+    """Large builds render in forked workers: the same bytes, counts and search parts as in process."""
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork here: builds render in process")
+    serial = build_site(fx.store, tmp_path / "serial", now=BUILD_NOW, full=True, parallel=0)
+    forked = build_site(fx.store, tmp_path / "forked", now=BUILD_NOW, full=True, parallel=2)
+    assert forked.workers == 2 and serial.workers == 0
+    assert site_files(tmp_path / "forked", pagefind=True) == site_files(tmp_path / "serial", pagefind=True)
+    counts = ("pages", "rendered", "written", "markdown", "written_paths")
+    assert [getattr(forked, name) for name in counts] == [getattr(serial, name) for name in counts]
+    assert forked.search is not None and serial.search is not None
+    assert (forked.search.parts, forked.search.indexed) == (serial.search.parts, serial.search.indexed)
+    again = build_site(fx.store, tmp_path / "forked", now=BUILD_NOW, parallel=2)
+    assert (again.rendered, again.written, again.search.indexed if again.search else None) == (0, 0, 0)
