@@ -37,7 +37,7 @@ from codexmem.render.site.data import load
 from codexmem.render.site.feed import FEED_PATH, feed_context, render_feed
 from codexmem.render.site.pages import Chunk, Page, plan
 from codexmem.render.site.search import PAGEFIND_DIR, Indexer, SearchReport
-from codexmem.render.site.tables import chunk_data, render_chunk
+from codexmem.render.site.tables import render_chunk
 from codexmem.render.site.templating import Environments, MarkdownCache
 from codexmem.resources import data_dir
 from codexmem.store.store import Store
@@ -249,7 +249,8 @@ def _output(made: Page | Chunk, envs: Environments, site: dict[str, Any], genera
 
         return Output(made.path, _hash(generator, template, _canonical(context)), render_page)
     chunk = made
-    inputs = _hash(generator, chunk.table.macro, chunk.root, _canonical([chunk_data(chunk.rows), chunk.table.extra]))
+    # The version digests the rows' data with the generator; the extra is the row macro's.
+    inputs = _hash(generator, chunk.table.macro, chunk.root, chunk.version, _canonical(chunk.table.extra))
 
     def render_rows() -> bytes:
         row = rows.macro(chunk.root, chunk.table.macro)

@@ -29,7 +29,7 @@ from codexmem.render.site.pieces import (
     project_ref,
     session_row,
 )
-from codexmem.render.site.tables import CHUNK_ROWS, Row, Table, row_chunks, table_context
+from codexmem.render.site.tables import CHUNK_ROWS, Row, Table, chunk_version, row_chunks, table_context
 
 HOME_EVENTS = 20
 HOME_HANDOFFS = 12
@@ -63,6 +63,8 @@ class Chunk:
     table: Table
     rows: list[Row]
     root: str
+    version: str
+    """The digest of its rows' data (see ``tables.chunk_version``)."""
 
 
 Output = Page | Chunk
@@ -83,9 +85,14 @@ def plan(data: SiteData, salt: str) -> list[Job]:
         def job() -> list[Output]:
             context, table = make()
             root = "../" * folder.count("/")
-            context["table"] = table_context(table, salt)
+            cut = row_chunks(table)
+            # Each chunk's version (its data's digest) is made once: the page's URLs to the
+            # chunks and the chunks' own inputs hashes both use it.
+            versions = {name: chunk_version(salt, rows) for name, rows in cut.items()}
+            context["table"] = table_context(table, versions)
             chunks: list[Output] = [
-                Chunk(f"{folder}{table.id}-{name}.json", table, rows, root) for name, rows in row_chunks(table).items()
+                Chunk(f"{folder}{table.id}-{name}.json", table, rows, root, versions[name])
+                for name, rows in cut.items()
             ]
             return [Page(f"{folder}index.html", template, context), *chunks]
 

@@ -20,6 +20,7 @@ again is deleted in a background thread while the build goes on.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -251,12 +252,27 @@ def _start(out: str, configs: str, name: str, members: Iterable[str]) -> subproc
     with open(os.path.join(folder, "pagefind.json"), "w", encoding="utf-8") as fh:
         json.dump(config, fh)
     return subprocess.Popen(
-        [sys.executable, "-m", "pagefind", "--silent"],
+        [*_pagefind_command(), "--silent"],
         cwd=folder,  # Pagefind reads pagefind.json from its working folder
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
     )
+
+
+@functools.lru_cache(maxsize=1)
+def _pagefind_command() -> tuple[str, ...]:
+    """Pagefind's binary, run directly: ``python -m pagefind`` started an interpreter per part
+    only to find it and exec it."""
+    try:
+        from pagefind.service import get_executable
+
+        found = get_executable()
+    except ImportError:  # pragma: no cover - pagefind is a dependency
+        found = None
+    if found is not None and os.access(found, os.X_OK):
+        return (str(found.resolve()),)
+    return (sys.executable, "-m", "pagefind")
 
 
 def _finish(out: str, name: str, proc: subprocess.Popen[str]) -> str | None:
