@@ -40,6 +40,7 @@ from codexmem.cli.site_cmd import default_out, parse_now
 from codexmem.errors import CodexmemError
 from codexmem.models.records import Note
 from codexmem.render.markdown import link_mentions, render_markdown
+from codexmem.render.site import build as build_module
 from codexmem.render.site import build_site
 from codexmem.render.site import search as search_module
 from codexmem.render.site.build import BuildReport, plural
@@ -784,3 +785,18 @@ def test_rendering_in_worker_processes_makes_the_same_site(fx: Fixture, tmp_path
     assert (forked.search.parts, forked.search.indexed) == (serial.search.parts, serial.search.indexed)
     again = build_site(fx.store, tmp_path / "forked", now=BUILD_NOW, parallel=2)
     assert (again.rendered, again.written, again.search.indexed if again.search else None) == (0, 0, 0)
+
+
+def test_workers_render_only_builds_that_render_most_pages(
+    fx: Fixture, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first build (or one after a code change) forks workers; a rebuild of a few pages does not."""
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork here: builds render in process")
+    monkeypatch.setattr(build_module, "_workers", lambda jobs: 2)
+    out = tmp_path / "out"
+    assert build(fx.store, out).workers == 2  # no manifest: every page is rendered
+    assert build(fx.store, out).workers == 0  # the same generator: only changed pages render
+    monkeypatch.setattr(build_module, "_code_hash", lambda: "other code")
+    again = build(fx.store, out)
+    assert again.workers == 2 and again.rendered == again.pages  # every page (the assets are unchanged)

@@ -144,7 +144,8 @@ def build_site(
 
     ``now`` is the time formulas are computed at: by default the start of today (UTC).
     ``parallel`` is how many processes render (0 or 1: this one); by default one per CPU
-    (at most ``MAX_WORKERS``) for a plan of at least ``PARALLEL_MIN_JOBS`` pages, else this one.
+    (at most ``MAX_WORKERS``) for a plan of at least ``PARALLEL_MIN_JOBS`` pages that renders
+    most of them (no manifest, ``full``, or other templates or code), else this one.
     """
     started = time.perf_counter()
     out = Path(os.path.abspath(out))
@@ -178,7 +179,12 @@ def build_site(
     jobs = plan(data, generator)
     bar = Progress(len(jobs), progress_stream)
     rows = _RowRenderers(envs)
-    workers = _workers(len(jobs)) if parallel is None else (parallel if parallel > 1 else 0)
+    # Workers pay off when most pages are rendered (a first build, --full, or new templates or
+    # code, which change every page's inputs). When few pages changed, the build is mostly
+    # hashing contexts, and forking (each worker then copies the data it touches) costs more.
+    renders_most = not previous or manifest.get("generator") != generator
+    automatic = _workers(len(jobs)) if renders_most else 0
+    workers = automatic if parallel is None else (parallel if parallel > 1 else 0)
     try:
         if workers:
             _render_in_workers(workers, _Shared(jobs, envs, site, generator, rows, out, previous), writer, bar, report)
@@ -213,7 +219,7 @@ def build_site(
         report.search_seconds = time.perf_counter() - search_started
     elif (out / PAGEFIND_DIR).is_dir():
         _remove_tree(out / PAGEFIND_DIR)  # an index of pages that may be gone: none is better
-    _save_manifest(manifest_path, out, entries, parts)
+    _save_manifest(manifest_path, out, entries, parts, generator)
     return report
 
 
@@ -479,19 +485,25 @@ def _save_owned(out: Path, entries: dict[str, dict[str, Any]]) -> None:
 
 
 def _read_manifest(path: Path, out: Path) -> dict[str, Any]:
-    """The previous build's entries and search parts, if it wrote to the same folder; else nothing."""
+    """The previous build's entries, search parts and generator hash, if it wrote to the same folder."""
     try:
         body = json.loads(path.read_text("utf-8"))
     except (OSError, ValueError):
         return {}
     if not isinstance(body, dict) or body.get("format") != MANIFEST_FORMAT or body.get("out") != str(out):
         return {}
-    pages, search = body.get("pages"), body.get("search")
-    return {"pages": pages if isinstance(pages, dict) else {}, "search": search if isinstance(search, dict) else {}}
+    pages, search, generator = body.get("pages"), body.get("search"), body.get("generator")
+    return {
+        "pages": pages if isinstance(pages, dict) else {},
+        "search": search if isinstance(search, dict) else {},
+        "generator": generator if isinstance(generator, str) else None,
+    }
 
 
-def _save_manifest(path: Path, out: Path, entries: dict[str, dict[str, Any]], search: dict[str, str]) -> None:
-    body = {"format": MANIFEST_FORMAT, "out": str(out), "pages": entries, "search": search}
+def _save_manifest(
+    path: Path, out: Path, entries: dict[str, dict[str, Any]], search: dict[str, str], generator: str
+) -> None:
+    body = {"format": MANIFEST_FORMAT, "out": str(out), "generator": generator, "pages": entries, "search": search}
     # A read-only store keeps no manifest: every build there is a full one, nothing is lost.
     with contextlib.suppress(OSError):
         # No indent: only then does json use its C encoder (indented, it took 0.3 s at 5,000 notes).
