@@ -10,9 +10,11 @@ each build in a fresh process, as a person runs ``codexmem site``:
 * no change: the same build again;
 * one change: one note's body edited, then the build (its search part indexed again).
 
-Each row gives the wall time, the render time (pages written; search parts are indexed meanwhile),
-the time search added after the last page, the build process's own peak memory
-(``ru_maxrss``) and the peak of its Pagefind children beside it, and the largest HTML page.
+Each row gives the wall time, the CPU time of the build process and of its children (Pagefind
+and render workers; steadier than the wall time on a shared machine), the render time (pages
+written; search parts are indexed meanwhile), the time search added after the last page, the
+build process's own peak memory (``ru_maxrss``; and its render workers' when it forks them) and
+the largest Pagefind process's peak beside it, and the largest HTML page.
 Then, in Chromium through Playwright, the 10,000-item channel (the largest size's): the bytes of
 its first view, the time to load every row, and the median time of a sort and of a filter from
 the click to the redrawn table, and that page 2 holds rows 101-200.
@@ -283,8 +285,8 @@ def build_once(store_path: Path, out: Path, full: bool) -> dict[str, Any]:
     started = time.perf_counter()
     report = build_site(Store(store_path), out, full=full)
     total = time.perf_counter() - started
-    self_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    children_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    self_kb = own.ru_maxrss
     largest = max(((p.stat().st_size, p.relative_to(out).as_posix()) for p in out.rglob("*.html")), default=(0, ""))
     return {
         "total": total,
@@ -295,8 +297,12 @@ def build_once(store_path: Path, out: Path, full: bool) -> dict[str, Any]:
         "parts": report.search.parts if report.search else 0,
         "indexed": report.search.indexed if report.search else 0,
         "pages_indexed": report.search.pages_indexed if report.search else 0,
+        "cpu": own.ru_utime + own.ru_stime,
+        "pagefind_cpu": children.ru_utime + children.ru_stime,  # and the render workers, if any
         "self_mb": self_kb / 1024,
-        "pagefind_mb": children_kb / 1024,
+        "workers": report.workers,
+        "workers_mb": report.workers_peak_kb / 1024,
+        "pagefind_mb": (report.search.peak_kb if report.search else 0) / 1024,
         "largest_kb": largest[0] / 1024,
         "largest": largest[1],
     }
@@ -316,10 +322,12 @@ def du(folder: Path) -> tuple[float, int]:
 
 
 def _row(size: int, step: str, r: dict[str, Any]) -> str:
+    workers = f" ({r['workers']} workers: {r['workers_mb']:.0f} MB each at most)" if r["workers"] else ""
     return (
-        f"| {size:,} | {step} | {r['total']:.2f} s | {r['render']:.2f} s | {r['search']:.2f} s"
+        f"| {size:,} | {step} | {r['total']:.2f} s | {r['cpu']:.1f} s / {r['pagefind_cpu']:.1f} s"
+        f" | {r['render']:.2f} s | {r['search']:.2f} s"
         f" ({r['indexed']} of {r['parts']} parts, {r['pages_indexed']:,} pages) | {r['written']:,} of {r['files']:,}"
-        f" | {r['self_mb']:.0f} MB | {r['pagefind_mb']:.0f} MB | {r['largest_kb']:.0f} KB |"
+        f" | {r['self_mb']:.0f} MB{workers} | {r['pagefind_mb']:.0f} MB | {r['largest_kb']:.0f} KB |"
     )
 
 
@@ -435,10 +443,10 @@ def main() -> int:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
     print(
-        "| notes (and items) | build | wall | render | search after the pages | files written | codexmem peak"
-        " | Pagefind peak | largest page |"
+        "| notes (and items) | build | wall | CPU build / children | render | search after the pages"
+        " | files written | codexmem peak | Pagefind peak | largest page |"
     )
-    print("|---:|---|---:|---:|---|---:|---:|---:|---:|")
+    print("|---:|---|---:|---:|---:|---|---:|---:|---:|---:|")
     for size, step, r in rows:
         print(_row(size, step, r))
     if browser:

@@ -350,11 +350,14 @@
       return r.json();
     }).then(function (listing) {
       var parts = listing.parts || [];
+      var folders = listing.folders || {};
+      /* Each part's URLs are relative to its folder (notes/, channels/bugs/). */
+      function partBase(p) { return siteBase() + (folders[p] || ""); }
       if (!parts.length) return null;
       return import(base + parts[0] + "/pagefind.js").then(function (pagefind) {
-        return pagefind.options({ baseUrl: siteBase(), excerptLength: 24 }).then(function () {
+        return pagefind.options({ baseUrl: partBase(parts[0]), excerptLength: 24 }).then(function () {
           return Promise.all(parts.slice(1).map(function (p) {
-            return pagefind.mergeIndex(base + p + "/", { baseUrl: siteBase() });
+            return pagefind.mergeIndex(base + p + "/", { baseUrl: partBase(p) });
           }));
         }).then(function () { return pagefind.init(); }).then(function () { return pagefind; });
       });

@@ -160,6 +160,9 @@ def test_search_results_say_what_they_found(site: tuple[Fixture, str], tab: Watc
     assert handoff["labels"] == ["Handoff · final", "order-web", "open"]
     bug = by_title["BUG-0002 Enum mismatch on payment"]  # the ticket is in the item's title
     assert bug["labels"] == ["Item", "Bugs", "New"]
+    # Each search part's URLs are relative to its folder: the browser gives every part its base.
+    assert bug["href"] == f"{PREFIX}channels/bugs/{fx.items['Enum mismatch on payment']}/"
+    assert handoff["href"] == f"{PREFIX}handoffs/{fx.handoffs['Finish order validation']}/"
     assert all("#" not in r["excerpt"] for r in results)  # no tag noise
     assert all(" · " not in r["excerpt"] for r in results)  # nor the labels: they are metadata, not text
     page.locator("[data-search-results] a", has_text="Use generated enum metadata").click()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import multiprocessing
 import posixpath
 import shutil
 import threading
@@ -39,6 +40,7 @@ from codexmem.cli.site_cmd import default_out, parse_now
 from codexmem.errors import CodexmemError
 from codexmem.models.records import Note
 from codexmem.render.markdown import link_mentions, render_markdown
+from codexmem.render.site import build as build_module
 from codexmem.render.site import build_site
 from codexmem.render.site import search as search_module
 from codexmem.render.site.build import BuildReport, plural
@@ -767,3 +769,34 @@ def test_a_new_event_rewrites_only_its_month_of_the_activity_chunks(tmp_path: Pa
     report = build(fx.store, out)
     assert "activity/events-2026-04-00.json" in report.written_paths
     assert "activity/events-2026-03-00.json" not in report.written_paths
+
+
+def test_rendering_in_worker_processes_makes_the_same_site(fx: Fixture, tmp_path: Path) -> None:
+    """Large builds render in forked workers: the same bytes, counts and search parts as in process."""
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork here: builds render in process")
+    serial = build_site(fx.store, tmp_path / "serial", now=BUILD_NOW, full=True, parallel=0)
+    forked = build_site(fx.store, tmp_path / "forked", now=BUILD_NOW, full=True, parallel=2)
+    assert forked.workers == 2 and serial.workers == 0
+    assert site_files(tmp_path / "forked", pagefind=True) == site_files(tmp_path / "serial", pagefind=True)
+    counts = ("pages", "rendered", "written", "markdown", "written_paths")
+    assert [getattr(forked, name) for name in counts] == [getattr(serial, name) for name in counts]
+    assert forked.search is not None and serial.search is not None
+    assert (forked.search.parts, forked.search.indexed) == (serial.search.parts, serial.search.indexed)
+    again = build_site(fx.store, tmp_path / "forked", now=BUILD_NOW, parallel=2)
+    assert (again.rendered, again.written, again.search.indexed if again.search else None) == (0, 0, 0)
+
+
+def test_workers_render_only_builds_that_render_most_pages(
+    fx: Fixture, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first build (or one after a code change) forks workers; a rebuild of a few pages does not."""
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork here: builds render in process")
+    monkeypatch.setattr(build_module, "_workers", lambda jobs: 2)
+    out = tmp_path / "out"
+    assert build(fx.store, out).workers == 2  # no manifest: every page is rendered
+    assert build(fx.store, out).workers == 0  # the same generator: only changed pages render
+    monkeypatch.setattr(build_module, "_code_hash", lambda: "other code")
+    again = build(fx.store, out)
+    assert again.workers == 2 and again.rendered == again.pages  # every page (the assets are unchanged)

@@ -57,8 +57,18 @@ def _make_fields(info: Rec) -> list[Rec]:
     ]
 
 
-def chip_styles(info: Rec) -> list[Rec]:
-    """One CSS rule per option (class, background, text colour): cells then carry a short class."""
+def chip_styles(data: SiteData, cid: str) -> list[Rec]:
+    """One CSS rule per option (class, background, text colour): cells then carry a short class.
+
+    Made once per channel and build (every item page of the channel carries the same rules).
+    """
+    found = data.chips.get(cid)
+    if found is None:
+        found = data.chips[cid] = _make_chip_styles(data.channels[cid])
+    return found
+
+
+def _make_chip_styles(info: Rec) -> list[Rec]:
     return [
         {"cls": f"o{n}-{o['rank']}", "color": o["color"], "fg": o["fg"]}
         for n, f in enumerate(info["fields"])
@@ -184,7 +194,7 @@ def channel_page(data: SiteData, cid: str) -> dict[str, Any]:
         "section": "channels",
         "crumbs": [{"label": "Channels", "url": "channels/"}],
         "channel": {"id": cid, "name": info["name"], "description": info.get("description", "")},
-        "chips": chip_styles(info),
+        "chips": chip_styles(data, cid),
         "has_formulas": any(f["type"] == "formula" for f in info["fields"]),
         "as_of": data.now.strftime("%Y-%m-%d"),
         "history": history(data, cid),
@@ -222,7 +232,7 @@ def item_page(data: SiteData, cid: str, item: Rec) -> dict[str, Any]:
         "ticket": ref.get("ticket"),
         "heading": ref["title"],
         "item": {k: item[k] for k in ("item_id", "version", "created_at", "updated_at")},
-        "chips": chip_styles(info),
+        "chips": chip_styles(data, cid),
         "facts": facts,
         "texts": texts,
         "has_formulas": any(f["type"] == "formula" for f in fields),

@@ -93,6 +93,8 @@ class SiteData:
     """Substrings one of which every id or ticket contains: most texts hold none, and skip the search."""
     fields: dict[str, list[Rec]] = field(default_factory=dict)
     """channel id -> its fields as templates need them (made once per build)."""
+    chips: dict[str, list[Rec]] = field(default_factory=dict)
+    """channel id -> the CSS rules of its options' chips (made once per build)."""
 
     def mentions(self, *texts: str | None, root: str) -> dict[str, str]:
         """The ids and tickets ``texts`` name that the store holds, as URLs relative to a page.

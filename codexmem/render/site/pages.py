@@ -29,7 +29,7 @@ from codexmem.render.site.pieces import (
     project_ref,
     session_row,
 )
-from codexmem.render.site.tables import CHUNK_ROWS, Row, Table, row_chunks, table_context
+from codexmem.render.site.tables import CHUNK_ROWS, Row, Table, chunk_version, row_chunks, table_context
 
 HOME_EVENTS = 20
 HOME_HANDOFFS = 12
@@ -63,6 +63,8 @@ class Chunk:
     table: Table
     rows: list[Row]
     root: str
+    version: str
+    """The digest of its rows' data (see ``tables.chunk_version``)."""
 
 
 Output = Page | Chunk
@@ -83,35 +85,42 @@ def plan(data: SiteData, salt: str) -> list[Job]:
         def job() -> list[Output]:
             context, table = make()
             root = "../" * folder.count("/")
-            context["table"] = table_context(table, salt)
+            cut = row_chunks(table)
+            # Each chunk's version (its data's digest) is made once: the page's URLs to the
+            # chunks and the chunks' own inputs hashes both use it.
+            versions = {name: chunk_version(salt, rows) for name, rows in cut.items()}
+            context["table"] = table_context(table, versions)
             chunks: list[Output] = [
-                Chunk(f"{folder}{table.id}-{name}.json", table, rows, root) for name, rows in row_chunks(table).items()
+                Chunk(f"{folder}{table.id}-{name}.json", table, rows, root, versions[name])
+                for name, rows in cut.items()
             ]
             return [Page(f"{folder}index.html", template, context), *chunks]
 
         jobs.append(job)
 
-    page("index.html", "home.html", partial(_home, data))
-    page("search/index.html", "search.html", _search)
+    # Record pages first, the largest kinds first: search indexes each kind's parts as soon as
+    # its pages are written, so Pagefind works while the lists and summaries below render.
     notes, handoffs, sessions, imports = (data.records[k] for k in ("note", "handoff", "session", "import"))
-    for pid in data.projects:
-        page(f"projects/{pid}/index.html", "project.html", partial(_project, data, pid))
-        listing(f"projects/{pid}/notes/", "list.html", partial(_project_notes, data, pid))
-        listing(f"projects/{pid}/sessions/", "list.html", partial(_project_sessions, data, pid))
-        listing(f"projects/{pid}/handoffs/", "list.html", partial(_project_handoffs, data, pid))
     for nid, note in notes.items():
         page(f"notes/{nid}/index.html", "note.html", partial(_note, data, note))
+    for cid in data.channels:
+        listing(f"channels/{cid}/", "channel.html", partial(_channel, data, cid))
+        for iid, item in data.items[cid].items():
+            page(f"channels/{cid}/{iid}/index.html", "item.html", partial(item_page, data, cid, item))
     for hid, handoff in handoffs.items():
         page(f"handoffs/{hid}/index.html", "handoff.html", partial(_handoff, data, handoff))
     for sid, session in sessions.items():
         listing(f"sessions/{sid}/", "session.html", partial(_session, data, session))
     for iid, imp in imports.items():
         page(f"imports/{iid}/index.html", "import.html", partial(_import, data, imp))
+    page("index.html", "home.html", partial(_home, data))
+    page("search/index.html", "search.html", _search)
+    for pid in data.projects:
+        page(f"projects/{pid}/index.html", "project.html", partial(_project, data, pid))
+        listing(f"projects/{pid}/notes/", "list.html", partial(_project_notes, data, pid))
+        listing(f"projects/{pid}/sessions/", "list.html", partial(_project_sessions, data, pid))
+        listing(f"projects/{pid}/handoffs/", "list.html", partial(_project_handoffs, data, pid))
     page("channels/index.html", "channels.html", partial(_channels, data))
-    for cid in data.channels:
-        listing(f"channels/{cid}/", "channel.html", partial(_channel, data, cid))
-        for iid, item in data.items[cid].items():
-            page(f"channels/{cid}/{iid}/index.html", "item.html", partial(item_page, data, cid, item))
     page("tags/index.html", "tags.html", partial(_tags, data))
     for tag in data.tags:
         listing(f"tags/{tag}/", "list.html", partial(_tag, data, tag))

@@ -7,7 +7,7 @@ by kind (notes, handoffs, sessions, imports, each channel's items), then by a ha
 record id into a power-of-two number of buckets, so a record never moves between parts unless
 its kind doubles in size. Each part is its own Pagefind bundle under ``pagefind/<part>/``; the
 browser merges them at search time (Pagefind's ``mergeIndex``), and ``pagefind/parts.json``
-lists them.
+lists them and the folder each part's URLs are relative to.
 
 A part is indexed again only when the pages in it (their paths and input hashes) changed, or its
 bundle is missing. Pagefind reads the site folder itself, told the part's pages by a glob in a
@@ -20,6 +20,7 @@ again is deleted in a background thread while the build goes on.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -37,6 +38,9 @@ from codexmem.errors import CodexmemError
 PAGEFIND_DIR = "pagefind"
 PARTS_FILE = "parts.json"
 PART_PAGES = 1500
+PART_FORMAT = b"folder-rooted\n"
+"""Changes the hash of every part when what a bundle records changes (its URLs are relative to
+the part's folder), so bundles of an older build are indexed again."""
 PARALLEL = 2
 _RECORD_FOLDERS = ("notes", "handoffs", "sessions", "imports")
 _GLOB_SAFE_RE = re.compile(r"[A-Za-z0-9_./-]+")
@@ -48,6 +52,8 @@ class SearchReport:
     parts: int = 0
     indexed: int = 0
     pages_indexed: int = 0
+    peak_kb: int = 0
+    """The largest Pagefind process's peak memory (its ``ru_maxrss``)."""
 
 
 def record_page(path: str) -> tuple[str, str] | None:
@@ -79,8 +85,17 @@ def split_parts(pages: dict[str, str]) -> dict[str, dict[str, str]]:
     return {name: dict(sorted(members.items())) for name, members in sorted(parts.items())}
 
 
+def part_folder(paths: Iterable[str]) -> str:
+    """The folder a part's pages are in (``notes/``, ``channels/bugs/``): Pagefind's site for it."""
+    folders = {path.rsplit("/", 2)[0] + "/" for path in paths}
+    if len(folders) != 1:
+        raise CodexmemError("ERR_INVALID_INPUT", f"search: a part's pages are in {len(folders)} folders")
+    return folders.pop()
+
+
 def part_hash(members: dict[str, str]) -> str:
     h = hashlib.blake2b(digest_size=16)
+    h.update(PART_FORMAT)
     for path, inputs in members.items():
         h.update(f"{path}\0{inputs}\n".encode())
     return h.hexdigest()
@@ -100,10 +115,12 @@ class Indexer:
         self.configs = tempfile.mkdtemp(prefix="codexmem-search-")
         self.reapers: list[threading.Thread] = []
         self.hashes: dict[str, str] = {}
+        self.folders: dict[str, str] = {}
         self.report = SearchReport()
         self.queue: list[tuple[str, dict[str, str]]] = []
         self.running: list[tuple[str, subprocess.Popen[str]]] = []
         self.kind: str | None = None
+        self.folder = ""
         self.pages: dict[str, str] = {}
         self.done: set[str] = set()
         os.makedirs(self.bundles, exist_ok=True)
@@ -112,6 +129,12 @@ class Indexer:
         """A written (or unchanged) page of the site; a record page of a new kind closes the last kind."""
         found = record_page(path)
         if found is None:
+            # A page outside the kind's folder (the plan keeps each kind's pages, and their
+            # lists' chunks, together): the kind is complete, and its parts can be indexed
+            # while the rest of the site renders, not after the last page.
+            if self.kind is not None and not path.startswith(self.folder):
+                self._close_kind()
+            self.poll()
             return
         kind = found[0]
         if kind != self.kind:
@@ -119,6 +142,7 @@ class Indexer:
             if kind in self.done:
                 raise RuntimeError(f"site plan: pages of {kind} are not together")
             self.kind = kind
+            self.folder = path[: path.rindex(found[1])]
         self.pages[path] = inputs
         self.poll()
 
@@ -127,6 +151,7 @@ class Indexer:
             return
         for name, members in split_parts(self.pages).items():
             self.hashes[name] = part_hash(members)
+            self.folders[name] = part_folder(members)
             self.report.parts += 1
             bundle = os.path.join(self.bundles, name, "pagefind.js")
             if self.previous.get(name) != self.hashes[name] or not os.path.isfile(bundle):
@@ -139,7 +164,7 @@ class Indexer:
     def poll(self) -> None:
         """Start queued parts while slots are free; take in the ones that finished."""
         for entry in list(self.running):
-            if entry[1].poll() is not None:
+            if self._reaped(entry[1], block=False):
                 self.running.remove(entry)
                 old = _finish(self.out, *entry)
                 if old is not None:
@@ -147,6 +172,22 @@ class Indexer:
         while self.queue and len(self.running) < PARALLEL:
             name, members = self.queue.pop(0)
             self.running.append((name, _start(self.out, self.configs, name, members)))
+
+    def _reaped(self, proc: subprocess.Popen[str], *, block: bool) -> bool:
+        """Whether Pagefind ended (waited for here, by ``wait4``, to keep its peak memory)."""
+        if proc.returncode is not None:
+            return True
+        if not hasattr(os, "wait4"):  # pragma: no cover - not POSIX
+            return (proc.wait() if block else proc.poll()) is not None
+        try:
+            pid, status, usage = os.wait4(proc.pid, 0 if block else os.WNOHANG)
+        except ChildProcessError:  # already reaped elsewhere
+            return proc.poll() is not None
+        if pid == 0:
+            return False
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        self.report.peak_kb = max(self.report.peak_kb, usage.ru_maxrss)
+        return True
 
     def _reap(self, folder: str) -> None:
         """Delete a replaced bundle meanwhile: a thread, since deleting files is I/O, not Python."""
@@ -175,13 +216,14 @@ class Indexer:
             while self.queue or self.running:
                 self.poll()
                 if self.running:
-                    self.running[0][1].wait()
+                    self._reaped(self.running[0][1], block=True)
         except BaseException:
             self.abandon()
             raise
         self._cleanup()
         _remove_stale(self.bundles, set(self.hashes))
-        listing = json.dumps({"parts": sorted(self.hashes)}, separators=(",", ":")) + "\n"
+        folders = dict(sorted(self.folders.items()))
+        listing = json.dumps({"parts": sorted(self.hashes), "folders": folders}, separators=(",", ":")) + "\n"
         target = os.path.join(self.bundles, PARTS_FILE)
         if not os.path.isfile(target) or open(target, encoding="utf-8").read() != listing:  # noqa: SIM115
             tmp = target + ".tmp"
@@ -201,16 +243,36 @@ def _start(out: str, configs: str, name: str, members: Iterable[str]) -> subproc
     shutil.rmtree(fresh, ignore_errors=True)
     folder = os.path.join(configs, name)
     os.makedirs(folder)
-    config = {"site": out, "glob": "{" + ",".join(paths) + "}", "output_path": fresh}
+    # Pagefind walks its whole site folder to match the glob: the part's own folder, not the
+    # site's root (at 5,000 notes that walk was a third of each part's time, 11 times over). The
+    # URLs it records are then relative to that folder; the browser gives each part its base.
+    root = part_folder(paths)
+    glob = "{" + ",".join(rel.removeprefix(root) for rel in paths) + "}"
+    config = {"site": os.path.join(out, root), "glob": glob, "output_path": fresh}
     with open(os.path.join(folder, "pagefind.json"), "w", encoding="utf-8") as fh:
         json.dump(config, fh)
     return subprocess.Popen(
-        [sys.executable, "-m", "pagefind", "--silent"],
+        [*_pagefind_command(), "--silent"],
         cwd=folder,  # Pagefind reads pagefind.json from its working folder
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
     )
+
+
+@functools.lru_cache(maxsize=1)
+def _pagefind_command() -> tuple[str, ...]:
+    """Pagefind's binary, run directly: ``python -m pagefind`` started an interpreter per part
+    only to find it and exec it."""
+    try:
+        from pagefind.service import get_executable
+
+        found = get_executable()
+    except ImportError:  # pragma: no cover - pagefind is a dependency
+        found = None
+    if found is not None and os.access(found, os.X_OK):
+        return (str(found.resolve()),)
+    return (sys.executable, "-m", "pagefind")
 
 
 def _finish(out: str, name: str, proc: subprocess.Popen[str]) -> str | None:

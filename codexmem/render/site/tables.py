@@ -89,12 +89,16 @@ def digest(value: Any) -> str:
     return hashlib.blake2b(marshal.dumps(value, 2), digest_size=8).hexdigest()
 
 
-def table_context(table: Table, salt: str) -> Rec:
-    """What the page template needs: the first page of rows and the chunks' names and versions."""
+def chunk_version(salt: str, rows: list[Row]) -> str:
+    """A chunk's version: the digest of its rows' data and the generator (``salt``)."""
+    return digest([salt, chunk_data(rows)])
+
+
+def table_context(table: Table, versions: dict[str, str]) -> Rec:
+    """What the page template needs: the first page of rows and the chunks' names and versions
+    (chunk name -> :func:`chunk_version`, in name order)."""
     first = sorted(table.rows, key=lambda r: r.order)[:PAGE_ROWS]
-    chunks = [
-        f"{chunk_name(table, name)}?v={digest([salt, chunk_data(rows)])}" for name, rows in row_chunks(table).items()
-    ]
+    chunks = [f"{chunk_name(table, name)}?v={version}" for name, version in versions.items()]
     return {
         "id": table.id,
         "macro": table.macro,
