@@ -364,21 +364,26 @@ class Case:
         self.since = index.public_seq(index.last_seq() - 20)
         self.now = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
         self.counter = itertools.count()
-        # Reopen the generated sessions used by writes (an ended session takes no writes).
+        self.reopen("paused")  # the generated session takes writes again (an ended one takes none)
+
+    def tick(self) -> datetime:
+        self.now += timedelta(seconds=1)
+        return self.now
+
+    def reopen(self, status: str) -> None:
+        """The measured session in ``status``, not ended, written as a bookkeeping change."""
+        from codexmem.store.layout import SESSION
+
         with self.store.transaction("cli:bench") as txn:
             record = txn.get(SESSION, self.session)
             assert record is not None
             reopened = {k: v for k, v in record.items() if k != "ended_at"}
             txn.put(
                 SESSION,
-                {**reopened, "status": "paused", "version": record["version"] + 1},
+                {**reopened, "status": status, "version": record["version"] + 1},
                 event_type="status_changed",
                 changed=["status", "ended_at"],
             )
-
-    def tick(self) -> datetime:
-        self.now += timedelta(seconds=1)
-        return self.now
 
 
 def _warn() -> Any:
@@ -389,19 +394,8 @@ def _warn() -> Any:
 
 def reopen_idle(c: Case) -> None:
     """Before a recovery row: the measured session active again, and idle (the clock three hours on)."""
-    from codexmem.store.layout import SESSION
-
     c.now += timedelta(hours=3)
-    with c.store.transaction("cli:bench") as txn:
-        record = txn.get(SESSION, c.session)
-        assert record is not None
-        reopened = {k: v for k, v in record.items() if k != "ended_at"}
-        txn.put(
-            SESSION,
-            {**reopened, "status": "active", "version": record["version"] + 1},
-            event_type="status_changed",
-            changed=["status", "ended_at"],
-        )
+    c.reopen("active")
 
 
 PREPARE: dict[str, Callable[[Case], None]] = {"memory_bootstrap_session (recovers a session)": reopen_idle}
