@@ -10,7 +10,7 @@ from typing import Any
 
 from codexmem.store.layout import CHANNEL, CHANNELS_DIR, HANDOFF, IMPORT, ITEM, ITEMS_DIR, NOTE, SCHEMA_FILE, Kind
 
-SCHEMA_VERSION = 16
+SCHEMA_VERSION = 17
 
 
 SEQ_FACTOR = 10_000_000_000  # public sequence = epoch * SEQ_FACTOR + local sequence
@@ -20,7 +20,7 @@ is at most 15 digits, and a cursor of the earlier format (six-digit epochs, 1000
 schema 13) can never name one of them, so it always expires instead of landing somewhere."""
 
 
-SCHEMA = """
+_SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE records(
   rowid INTEGER PRIMARY KEY,
@@ -57,19 +57,16 @@ CREATE INDEX records_search ON records(rowid, kind, project_id, workspace_id, st
 -- for handoffs reads no note's postings (at 50,000 notes, sharing the notes' tables made it scan
 -- every note that holds a common word to find the newest handoffs), nor a memory search a bug
 -- tracker's long descriptions (and the reverse).
--- The prefix table keeps prefix indexes for words of 2 to 12 characters: "payment"* then reads
--- one list instead of merging the lists of every word that starts so (payments, paymentcaptured,
--- ...), 3-4x faster on a word common in a large store, for ~0.1 ms more per note written.
-CREATE VIRTUAL TABLE fts USING fts5(
-  title, body, extra, tokenize='unicode61 remove_diacritics 2', prefix='2 3 4 5 6 7 8 9 10 11 12'
-);
-CREATE VIRTUAL TABLE fts_stem USING fts5(title, body, extra, tokenize='porter unicode61 remove_diacritics 2');
-CREATE VIRTUAL TABLE fts_handoffs USING fts5(
-  title, body, extra, tokenize='unicode61 remove_diacritics 2', prefix='2 3 4 5 6 7 8 9 10 11 12'
-);
-CREATE VIRTUAL TABLE fts_handoffs_stem USING fts5(title, body, extra, tokenize='porter unicode61 remove_diacritics 2');
-CREATE VIRTUAL TABLE fts_items USING fts5(title, body, extra, tokenize='unicode61 remove_diacritics 2');
-CREATE VIRTUAL TABLE fts_items_stem USING fts5(title, body, extra, tokenize='porter unicode61 remove_diacritics 2');
+-- Contentless (content=''): the texts are in records.data already, and a search reads only
+-- rowids; a change deletes the old postings with the old texts, taken from records.data (see
+-- Ingest._upsert). No column sizes either (columnsize=0: they serve only bm25, never used).
+-- Prefix indexes: NOTE_PREFIX and HANDOFF_PREFIX below (measured by bench/index_size.py).
+CREATE VIRTUAL TABLE fts USING fts5(title, body, extra, {PLAIN}{NOTE_PREFIX});
+CREATE VIRTUAL TABLE fts_stem USING fts5(title, body, extra, {STEM});
+CREATE VIRTUAL TABLE fts_handoffs USING fts5(title, body, extra, {PLAIN}{HANDOFF_PREFIX});
+CREATE VIRTUAL TABLE fts_handoffs_stem USING fts5(title, body, extra, {STEM});
+CREATE VIRTUAL TABLE fts_items USING fts5(title, body, extra, {PLAIN});
+CREATE VIRTUAL TABLE fts_items_stem USING fts5(title, body, extra, {STEM});
 -- Dedupe keys (see dedupe_keys), each a hash of the values a save compares: "is the same record
 -- already there?" (a note in its session, an open handoff for the task, an imported artifact, an
 -- item's unique value) is one probe here, whatever the session, channel or project holds.
@@ -109,6 +106,23 @@ CREATE TABLE heads(
 );
 CREATE TABLE answers(idempotency_key TEXT PRIMARY KEY, answer TEXT NOT NULL);
 """
+
+NOTE_PREFIX = "2 3 4 5 6 7 8 9 10 11 12"
+HANDOFF_PREFIX = "2 3 4 5 6 7 8 9 10 11 12"
+"""Prefix indexes (FTS5 ``prefix=``) of the notes' and handoffs' plain tables: word lengths whose
+prefix queries read one list instead of merging the lists of every word that starts so."""
+
+_PLAIN = "tokenize='unicode61 remove_diacritics 2', content='', columnsize=0"
+_STEM = "tokenize='porter unicode61 remove_diacritics 2', content='', columnsize=0"
+
+
+def _prefix(lengths: str) -> str:
+    return f", prefix='{lengths}'" if lengths else ""
+
+
+SCHEMA = _SCHEMA.format(
+    PLAIN=_PLAIN, STEM=_STEM, NOTE_PREFIX=_prefix(NOTE_PREFIX), HANDOFF_PREFIX=_prefix(HANDOFF_PREFIX)
+)
 
 
 PLANNER_STATS: dict[tuple[str, str], str] = {
