@@ -107,10 +107,14 @@ CREATE TABLE heads(
 CREATE TABLE answers(idempotency_key TEXT PRIMARY KEY, answer TEXT NOT NULL);
 """
 
-NOTE_PREFIX = "2 3 4 5 6 7 8 9 10 11 12"
-HANDOFF_PREFIX = "2 3 4 5 6 7 8 9 10 11 12"
-"""Prefix indexes (FTS5 ``prefix=``) of the notes' and handoffs' plain tables: word lengths whose
-prefix queries read one list instead of merging the lists of every word that starts so."""
+NOTE_PREFIX = ""
+HANDOFF_PREFIX = ""
+"""Prefix indexes (FTS5 ``prefix=``) of the notes' and handoffs' plain tables: none. Up to schema
+16 both kept words of 2 to 12 characters, so that "payment"* read one list instead of merging
+those of every word that starts so; each prefix length is another copy of the postings. At
+10,000 notes they took 21 MB of 152 MB, and without them (one merged segment per table after a
+rebuild, see ``Freshness._compact``) search p50 was 1.13x its time with them, in the same run
+(``bench/index_size.py``). A prefix query still finds every word that starts so."""
 
 _PLAIN = "tokenize='unicode61 remove_diacritics 2', content='', columnsize=0"
 _STEM = "tokenize='porter unicode61 remove_diacritics 2', content='', columnsize=0"
