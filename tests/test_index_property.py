@@ -61,7 +61,7 @@ def _records(index: Index) -> list[tuple[Any, ...]]:
 def _texts(index: Index) -> list[tuple[Any, ...]]:
     rows: list[tuple[Any, ...]] = []
     # The text tables are contentless: compare their postings (every word at every place), by path.
-    for table in ("fts", "fts_stem", "fts_handoffs", "fts_handoffs_stem", "fts_items", "fts_items_stem"):
+    for table in ("fts", "fts_stem", "fts_handoffs", "fts_handoffs_stem"):
         index.conn.execute(
             f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.v_{table} USING fts5vocab(main, {table}, instance)"
         )

@@ -54,10 +54,11 @@ CREATE INDEX records_dir ON records(dir, path, inode, mtime_ns, size);
 CREATE INDEX records_search ON records(rowid, kind, project_id, workspace_id, status, type, importance);
 -- Two full-text tables over the same text: a plain one for word-prefix queries ("pay"* finds
 -- payment; porter would stem the prefix itself to "pai") and a porter one for stems (validate
--- finds validation). A search matches either. Handoffs and items have their own pairs: a search
--- for handoffs reads no note's postings (at 50,000 notes, sharing the notes' tables made it scan
--- every note that holds a common word to find the newest handoffs), nor a memory search a bug
--- tracker's long descriptions (and the reverse).
+-- finds validation). A search matches either. Handoffs have their own pair: a search for
+-- handoffs reads no note's postings (at 50,000 notes, sharing the notes' tables made it scan
+-- every note that holds a common word to find the newest handoffs). Items have none: no tool
+-- searches them, and up to schema 16 their pair took 17.5 MB of the index at 10,000 items
+-- (a tenth of it), rewritten on every edit of an item's text and never read.
 -- Contentless (content=''): the texts are in records.data already, and a search reads only
 -- rowids; a change deletes the old postings with the old texts, taken from records.data (see
 -- Ingest._upsert). No column sizes either (columnsize=0: they serve only bm25, never used).
@@ -66,8 +67,6 @@ CREATE VIRTUAL TABLE fts USING fts5(title, body, extra, {PLAIN}{NOTE_PREFIX});
 CREATE VIRTUAL TABLE fts_stem USING fts5(title, body, extra, {STEM});
 CREATE VIRTUAL TABLE fts_handoffs USING fts5(title, body, extra, {PLAIN}{HANDOFF_PREFIX});
 CREATE VIRTUAL TABLE fts_handoffs_stem USING fts5(title, body, extra, {STEM});
-CREATE VIRTUAL TABLE fts_items USING fts5(title, body, extra, {PLAIN});
-CREATE VIRTUAL TABLE fts_items_stem USING fts5(title, body, extra, {STEM});
 -- Dedupe keys (see dedupe_keys), each a hash of the values a save compares: "is the same record
 -- already there?" (a note in its session, an open handoff for the task, an imported artifact, an
 -- item's unique value) is one probe here, whatever the session, channel or project holds.
@@ -104,7 +103,7 @@ CREATE INDEX event_parents_parent ON event_parents(parent);
 CREATE TABLE heads(
   kind TEXT NOT NULL, id TEXT NOT NULL, event_id TEXT NOT NULL, version INTEGER NOT NULL, at TEXT NOT NULL,
   deleted INTEGER NOT NULL, PRIMARY KEY(kind, id, event_id)
-);
+) WITHOUT ROWID;  -- read by its key only: the table is its index (a rowid table kept both)
 CREATE TABLE answers(idempotency_key TEXT PRIMARY KEY, answer TEXT NOT NULL);
 """
 
@@ -167,7 +166,6 @@ full-text postings of common words in memory; bounded, so memory stays flat as t
 FTS_TABLES: dict[str, tuple[str, str]] = {
     "note": ("fts", "fts_stem"),
     "handoff": ("fts_handoffs", "fts_handoffs_stem"),
-    "item": ("fts_items", "fts_items_stem"),
 }
 """Full-text tables (word prefixes, stems) of each searchable kind."""
 
@@ -244,14 +242,6 @@ def fts_texts(kind: Kind, data: dict[str, Any]) -> tuple[str, str, str] | None:
     if kind is HANDOFF:
         extra = " ".join(data.get("next_steps", []) + data.get("completed", []) + data.get("open_questions", []))
         return data["task"], data["summary"], extra
-    if kind is ITEM:
-        # Free text only (the title and values of several words): not option values, dates,
-        # e-mails or identifiers, so the usual edit (status, owner, points, due) leaves the
-        # postings alone instead of rewriting a long description's in both text tables.
-        values = data.get("values", {})
-        texts = [v for v in values.values() if isinstance(v, str) and " " in v.strip()]
-        title = str(values.get("title", ""))
-        return title, " ".join(texts), ""
     return None
 
 
