@@ -150,7 +150,7 @@ PLANNER_STATS: dict[tuple[str, str], str] = {
     ("events", "events_idem"): "1000000 1",
     ("events", "events_shard"): "1000000 1000 500",
     ("event_parents", "event_parents_parent"): "1000000 1",
-    ("heads", "sqlite_autoindex_heads_1"): "200000 2 1 1",
+    ("heads", "heads"): "200000 2 1 1",
 }
 """``sqlite_stat1`` rows written with the schema: the shape of a large store (rows per key prefix of
 each index), so the planner picks the same, selective plan at any size. Without statistics it
