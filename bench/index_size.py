@@ -253,7 +253,8 @@ def table(rows: list[dict[str, Any]]) -> str:
     for r in rows:
         lines.append(
             f"| {r['notes']:,} | {r['files'] / mb:.1f} | {r['files_events'] / mb:.1f} | {r['index_old'] / mb:.1f}"
-            f" | {r['index_new'] / mb:.1f} | {r['index_new'] / r['files']:.2f} | {r['index_new'] / r['files_events']:.2f}"
+            f" | {r['index_new'] / mb:.1f} | {r['index_new'] / r['files']:.2f}"
+            f" | {r['index_new'] / r['files_events']:.2f}"
             f" | {r['reindex_old']:.1f} / {r['reindex_new']:.1f}"
             f" | {r['search_old']:.2f} / {r['search_new']:.2f} | {r['bootstrap_old']:.2f} / {r['bootstrap_new']:.2f} |"
         )
