@@ -20,10 +20,12 @@ from codexmem.store.index.schema import (
     content_hash,
     dedupe_keys,
     fts_texts,
+    pack_data,
     record_relpath,
     unique_fields_of,
+    unpack_data,
 )
-from codexmem.store.layout import CHANNEL, ITEM, Kind, identify_relpath, symlink_below
+from codexmem.store.layout import CHANNEL, ITEM, KINDS, Kind, identify_relpath, symlink_below
 from codexmem.store.recordfile import read_record
 
 
@@ -144,7 +146,7 @@ class Ingestion(IndexConnection):
             st.st_mtime_ns,
             st.st_size,
             digest,
-            json.dumps(data, ensure_ascii=False, separators=(",", ":")),
+            pack_data(kind.name, json.dumps(data, ensure_ascii=False, separators=(",", ":"))),
         )
         row = conn.execute(
             f"SELECT rowid, {', '.join(RECORD_COLUMNS)} FROM records WHERE kind=? AND id=? AND channel IS ?",
@@ -170,13 +172,13 @@ class Ingestion(IndexConnection):
         texts = fts_texts(kind, data)
         if row is not None and tables:
             # An edit that leaves every text alone (a status move of a note, a select of an item
-            # whose texts are unchanged) keeps its postings; otherwise they are replaced.
-            old = conn.execute(f"SELECT title, body, extra FROM {tables[0]} WHERE rowid=?", (rowid,)).fetchone()
-            if old is not None and texts is not None and tuple(old) == texts:
+            # whose texts are unchanged) keeps its postings; otherwise they are replaced. The text
+            # tables are contentless: the old texts come from the record's old data.
+            old = fts_texts(kind, json.loads(unpack_data(row[RECORD_COLUMNS.index("data") + 1])))
+            if old is not None and texts is not None and old == texts:
                 texts = None
             elif old is not None:
-                for table in tables:
-                    conn.execute(f"DELETE FROM {table} WHERE rowid=?", (rowid,))
+                self._delete_texts(conn, tables, rowid, old)
         if texts is not None:
             for table in tables:
                 conn.execute(f"INSERT INTO {table}(rowid, title, body, extra) VALUES (?,?,?,?)", (rowid, *texts))
@@ -189,6 +191,18 @@ class Ingestion(IndexConnection):
             self._set_keys(conn, rowid, dedupe_keys(kind, data), row is not None)
         if racy(st.st_mtime_ns):
             conn.execute("INSERT OR IGNORE INTO recheck(path) VALUES (?)", (rel,))
+
+    @staticmethod
+    def _delete_texts(
+        conn: sqlite3.Connection, tables: tuple[str, ...], rowid: int, texts: tuple[str, str, str]
+    ) -> None:
+        """Remove a record's postings from contentless text tables: FTS5's 'delete' command, with
+        exactly the texts that were inserted."""
+        for table in tables:
+            conn.execute(
+                f"INSERT INTO {table}({table}, rowid, title, body, extra) VALUES ('delete', ?, ?, ?, ?)",
+                (rowid, *texts),
+            )
 
     def _set_keys(self, conn: sqlite3.Connection, rowid: int, keys: list[str], existed: bool) -> None:
         """A record's dedupe keys: rewritten only when they changed (most edits keep them)."""
@@ -203,21 +217,23 @@ class Ingestion(IndexConnection):
         """The unique fields of an item's channel (none while its schema is not indexed yet: a rebuild
         reads items before their schema, and the schema's ingest keys them then)."""
         row = conn.execute("SELECT data FROM records WHERE kind='channel' AND id=?", (channel,)).fetchone()
-        return unique_fields_of(row[0]) if row else ()
+        return unique_fields_of(unpack_data(row[0])) if row else ()
 
     def _rekey_items(self, conn: sqlite3.Connection, channel: str) -> None:
         """A channel's schema came or changed: its items' unique-value keys follow it."""
         fields = self._unique_fields(conn, channel)
         rows = conn.execute("SELECT rowid, data FROM records WHERE kind='item' AND channel=?", (channel,)).fetchall()
         for rowid, data in rows:
-            self._set_keys(conn, rowid, dedupe_keys(ITEM, json.loads(data), fields), True)
+            self._set_keys(conn, rowid, dedupe_keys(ITEM, json.loads(unpack_data(data)), fields), True)
 
     def _remove_path(self, conn: sqlite3.Connection, rel: str, report: ScanReport) -> None:
-        row = conn.execute("SELECT rowid, kind, id, channel, version FROM records WHERE path=?", (rel,)).fetchone()
+        row = conn.execute("SELECT rowid, kind, data FROM records WHERE path=?", (rel,)).fetchone()
         if row is None:
             return
-        for table in FTS_TABLES.get(row[1], ()):
-            conn.execute(f"DELETE FROM {table} WHERE rowid=?", (row[0],))
+        tables = FTS_TABLES.get(row[1], ())
+        texts = fts_texts(KINDS[row[1]], json.loads(unpack_data(row[2]))) if tables else None
+        if texts is not None:
+            self._delete_texts(conn, tables, row[0], texts)
         conn.execute("DELETE FROM records WHERE rowid=?", (row[0],))
         conn.execute("DELETE FROM record_keys WHERE rid=?", (row[0],))
         conn.execute("DELETE FROM recheck WHERE path=?", (rel,))
@@ -367,8 +383,9 @@ class Ingestion(IndexConnection):
             (kind, rid),
         )
         conn.execute(
-            "UPDATE records SET data = json_set(data, '$.updated_at', updated_at)"
-            " WHERE kind=?1 AND id=?2 AND kind != 'channel' AND json_extract(data, '$.updated_at') IS NOT updated_at",
+            "UPDATE records SET data = pack_data(kind, json_set(unpack_data(data), '$.updated_at', updated_at))"
+            " WHERE kind=?1 AND id=?2 AND kind != 'channel'"
+            " AND json_extract(unpack_data(data), '$.updated_at') IS NOT updated_at",
             (kind, rid),
         )
 

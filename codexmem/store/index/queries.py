@@ -11,7 +11,7 @@ from typing import Any
 
 from codexmem.store.index.base import IndexConnection
 from codexmem.store.index.ingest import BadFile
-from codexmem.store.index.schema import FTS_TABLES, SEQ_FACTOR, check_col, content_hash
+from codexmem.store.index.schema import FTS_TABLES, SEQ_FACTOR, check_col, content_hash, unpack_data
 from codexmem.store.layout import Kind
 
 _DATA_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
@@ -46,7 +46,7 @@ class Queries(IndexConnection):
         row = self._record_row("hash, data", kind, rid, channel)
         if row is None or row[0] != content_hash(raw):
             return None
-        data: dict[str, Any] = json.loads(row[1])
+        data: dict[str, Any] = json.loads(unpack_data(row[1]))
         return data
 
     def get(self, kind: Kind, rid: str, channel: str | None = None) -> dict[str, Any] | None:
@@ -56,7 +56,7 @@ class Queries(IndexConnection):
     def get_json(self, kind: Kind, rid: str, channel: str | None = None) -> str | None:
         """The record as the index keeps it (compact JSON), unparsed: a cache key as it stands."""
         row = self._record_row("data", kind, rid, channel)
-        return str(row[0]) if row else None
+        return unpack_data(row[0]) if row else None
 
     def _record_row(self, columns: str, kind: Kind, rid: str, channel: str | None) -> tuple[Any, ...] | None:
         with self._mutex:
@@ -102,7 +102,7 @@ class Queries(IndexConnection):
         for key, value in (data_equals or {}).items():
             if not _DATA_KEY_RE.match(key):
                 raise ValueError(f"not a record field path: {key!r}")
-            sql += f" AND json_extract(data, '$.{key}') IS ?"
+            sql += f" AND json_extract(unpack_data(data), '$.{key}') IS ?"
             params.append(value)
         for col, _desc in order:
             check_col(col)
@@ -112,7 +112,7 @@ class Queries(IndexConnection):
             params.append(int(limit))
         with self._mutex:
             rows = self.conn.execute(f"SELECT data FROM {source} WHERE {sql}", params).fetchall()
-        return [json.loads(r[0]) for r in rows]
+        return [json.loads(unpack_data(r[0])) for r in rows]
 
     def count(self, kind: Kind, *, where: dict[str, Any] | None = None) -> int:
         sql, params = self._where(kind, where, None, None, None, None)
@@ -226,7 +226,7 @@ class Queries(IndexConnection):
                 if hits
                 else {}
             )
-        return [(json.loads(data[rowid]), float(tier)) for rowid, tier in hits if rowid in data]
+        return [(json.loads(unpack_data(data[rowid])), float(tier)) for rowid, tier in hits if rowid in data]
 
     def _candidates(
         self, table: str, match: str, kinds: list[str], filters: str, filter_params: list[Any], lowest: int, count: int

@@ -5,12 +5,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import zlib
 from collections.abc import Sequence
 from typing import Any
 
 from codexmem.store.layout import CHANNEL, CHANNELS_DIR, HANDOFF, IMPORT, ITEM, ITEMS_DIR, NOTE, SCHEMA_FILE, Kind
 
-SCHEMA_VERSION = 16
+SCHEMA_VERSION = 17
 
 
 SEQ_FACTOR = 10_000_000_000  # public sequence = epoch * SEQ_FACTOR + local sequence
@@ -20,7 +21,7 @@ is at most 15 digits, and a cursor of the earlier format (six-digit epochs, 1000
 schema 13) can never name one of them, so it always expires instead of landing somewhere."""
 
 
-SCHEMA = """
+_SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE records(
   rowid INTEGER PRIMARY KEY,
@@ -37,7 +38,8 @@ CREATE TABLE records(
 -- stops at its LIMIT instead of sorting every record of a kind (see the planner notes below):
 -- newest of a workspace / of a project (handoffs: bootstrap, get_recent), with a status
 -- (open handoffs), most important then newest (high-value notes), by session (idle recovery,
--- dedupe), sessions of a workspace by status, items of a channel, records of a folder (scans).
+-- dedupe), sessions of a workspace by status, records of a folder (scans). Items of a channel, in id order,
+-- are read from the UNIQUE(kind, channel, id) index (schema 16 had a second, identical one).
 CREATE INDEX records_ws_time ON records(kind, project_id, workspace_id, created_at, id);
 CREATE INDEX records_proj_time ON records(kind, project_id, created_at, id);
 CREATE INDEX records_ws_status ON records(kind, project_id, workspace_id, status, created_at, id);
@@ -46,30 +48,25 @@ CREATE INDEX records_ws_value ON records(kind, project_id, workspace_id, importa
 CREATE INDEX records_proj_value ON records(kind, project_id, importance, created_at, id);
 CREATE INDEX records_session ON records(session_id, kind, updated_at);
 CREATE INDEX records_status_ws ON records(kind, status, workspace_id, created_at);
-CREATE INDEX records_channel ON records(kind, channel, id);
 CREATE INDEX records_dir ON records(dir, path, inode, mtime_ns, size);
 -- The filter columns of a full-text search, by rowid: a match is checked against them from this
 -- small index instead of from its (large) record row.
 CREATE INDEX records_search ON records(rowid, kind, project_id, workspace_id, status, type, importance);
 -- Two full-text tables over the same text: a plain one for word-prefix queries ("pay"* finds
 -- payment; porter would stem the prefix itself to "pai") and a porter one for stems (validate
--- finds validation). A search matches either. Handoffs and items have their own pairs: a search
--- for handoffs reads no note's postings (at 50,000 notes, sharing the notes' tables made it scan
--- every note that holds a common word to find the newest handoffs), nor a memory search a bug
--- tracker's long descriptions (and the reverse).
--- The prefix table keeps prefix indexes for words of 2 to 12 characters: "payment"* then reads
--- one list instead of merging the lists of every word that starts so (payments, paymentcaptured,
--- ...), 3-4x faster on a word common in a large store, for ~0.1 ms more per note written.
-CREATE VIRTUAL TABLE fts USING fts5(
-  title, body, extra, tokenize='unicode61 remove_diacritics 2', prefix='2 3 4 5 6 7 8 9 10 11 12'
-);
-CREATE VIRTUAL TABLE fts_stem USING fts5(title, body, extra, tokenize='porter unicode61 remove_diacritics 2');
-CREATE VIRTUAL TABLE fts_handoffs USING fts5(
-  title, body, extra, tokenize='unicode61 remove_diacritics 2', prefix='2 3 4 5 6 7 8 9 10 11 12'
-);
-CREATE VIRTUAL TABLE fts_handoffs_stem USING fts5(title, body, extra, tokenize='porter unicode61 remove_diacritics 2');
-CREATE VIRTUAL TABLE fts_items USING fts5(title, body, extra, tokenize='unicode61 remove_diacritics 2');
-CREATE VIRTUAL TABLE fts_items_stem USING fts5(title, body, extra, tokenize='porter unicode61 remove_diacritics 2');
+-- finds validation). A search matches either. Handoffs have their own pair: a search for
+-- handoffs reads no note's postings (at 50,000 notes, sharing the notes' tables made it scan
+-- every note that holds a common word to find the newest handoffs). Items have none: no tool
+-- searches them, and up to schema 16 their pair took 17.5 MB of the index at 10,000 items
+-- (a tenth of it), rewritten on every edit of an item's text and never read.
+-- Contentless (content=''): the texts are in records.data already, and a search reads only
+-- rowids; a change deletes the old postings with the old texts, taken from records.data (see
+-- Ingest._upsert). No column sizes either (columnsize=0: they serve only bm25, never used).
+-- Prefix indexes: NOTE_PREFIX and HANDOFF_PREFIX below (measured by bench/index_size.py).
+CREATE VIRTUAL TABLE fts USING fts5(title, body, extra, {PLAIN}{NOTE_PREFIX});
+CREATE VIRTUAL TABLE fts_stem USING fts5(title, body, extra, {STEM});
+CREATE VIRTUAL TABLE fts_handoffs USING fts5(title, body, extra, {PLAIN}{HANDOFF_PREFIX});
+CREATE VIRTUAL TABLE fts_handoffs_stem USING fts5(title, body, extra, {STEM});
 -- Dedupe keys (see dedupe_keys), each a hash of the values a save compares: "is the same record
 -- already there?" (a note in its session, an open handoff for the task, an imported artifact, an
 -- item's unique value) is one probe here, whatever the session, channel or project holds.
@@ -106,9 +103,30 @@ CREATE INDEX event_parents_parent ON event_parents(parent);
 CREATE TABLE heads(
   kind TEXT NOT NULL, id TEXT NOT NULL, event_id TEXT NOT NULL, version INTEGER NOT NULL, at TEXT NOT NULL,
   deleted INTEGER NOT NULL, PRIMARY KEY(kind, id, event_id)
-);
+) WITHOUT ROWID;  -- read by its key only: the table is its index (a rowid table kept both)
 CREATE TABLE answers(idempotency_key TEXT PRIMARY KEY, answer TEXT NOT NULL);
 """
+
+NOTE_PREFIX = ""
+HANDOFF_PREFIX = ""
+"""Prefix indexes (FTS5 ``prefix=``) of the notes' and handoffs' plain tables: none. Up to schema
+16 both kept words of 2 to 12 characters, so that "payment"* read one list instead of merging
+those of every word that starts so; each prefix length is another copy of the postings. At
+10,000 notes they took 21 MB of 152 MB, and without them (one merged segment per table after a
+rebuild, see ``Freshness._compact``) search p50 was 1.13x its time with them, in the same run
+(``bench/index_size.py``). A prefix query still finds every word that starts so."""
+
+_PLAIN = "tokenize='unicode61 remove_diacritics 2', content='', columnsize=0"
+_STEM = "tokenize='porter unicode61 remove_diacritics 2', content='', columnsize=0"
+
+
+def _prefix(lengths: str) -> str:
+    return f", prefix='{lengths}'" if lengths else ""
+
+
+SCHEMA = _SCHEMA.format(
+    PLAIN=_PLAIN, STEM=_STEM, NOTE_PREFIX=_prefix(NOTE_PREFIX), HANDOFF_PREFIX=_prefix(HANDOFF_PREFIX)
+)
 
 
 PLANNER_STATS: dict[tuple[str, str], str] = {
@@ -122,7 +140,6 @@ PLANNER_STATS: dict[tuple[str, str], str] = {
     ("records", "records_proj_value"): "1000000 200000 50000 10000 1 1",
     ("records", "records_session"): "1000000 8 3 1",
     ("records", "records_status_ws"): "1000000 200000 60000 10000 1",
-    ("records", "records_channel"): "1000000 200000 100000 1",
     ("records", "records_dir"): "1000000 100000 1 1 1 1",
     ("records", "records_search"): "1000000 1 1 1 1 1 1 1",
     ("record_keys", "record_keys"): "1000000 2 1",
@@ -133,13 +150,16 @@ PLANNER_STATS: dict[tuple[str, str], str] = {
     ("events", "events_idem"): "1000000 1",
     ("events", "events_shard"): "1000000 1000 500",
     ("event_parents", "event_parents_parent"): "1000000 1",
-    ("heads", "sqlite_autoindex_heads_1"): "200000 2 1 1",
+    ("heads", "heads"): "200000 2 1 1",
 }
 """``sqlite_stat1`` rows written with the schema: the shape of a large store (rows per key prefix of
 each index), so the planner picks the same, selective plan at any size. Without statistics it
 counts equality columns and, for a dedupe query on session, type and scope, walks every note of
 the workspace by ``records_ws_time`` instead of the few of one session by ``records_session``."""
 
+
+PAGE_SIZE = 8192
+"""Bytes per page of the index file (SQLite's default is 4096)."""
 
 PAGE_CACHE_KIB = 16_000
 """SQLite's page cache per connection (default 2 MB): enough to keep the hot index pages and the
@@ -149,7 +169,6 @@ full-text postings of common words in memory; bounded, so memory stays flat as t
 FTS_TABLES: dict[str, tuple[str, str]] = {
     "note": ("fts", "fts_stem"),
     "handoff": ("fts_handoffs", "fts_handoffs_stem"),
-    "item": ("fts_items", "fts_items_stem"),
 }
 """Full-text tables (word prefixes, stems) of each searchable kind."""
 
@@ -226,14 +245,6 @@ def fts_texts(kind: Kind, data: dict[str, Any]) -> tuple[str, str, str] | None:
     if kind is HANDOFF:
         extra = " ".join(data.get("next_steps", []) + data.get("completed", []) + data.get("open_questions", []))
         return data["task"], data["summary"], extra
-    if kind is ITEM:
-        # Free text only (the title and values of several words): not option values, dates,
-        # e-mails or identifiers, so the usual edit (status, owner, points, due) leaves the
-        # postings alone instead of rewriting a long description's in both text tables.
-        values = data.get("values", {})
-        texts = [v for v in values.values() if isinstance(v, str) and " " in v.strip()]
-        title = str(values.get("title", ""))
-        return title, " ".join(texts), ""
     return None
 
 
@@ -264,6 +275,28 @@ RECORD_COLUMNS = (
 """The columns of a record row, in the order :meth:`Index._upsert` fills them."""
 QUERY_COLUMNS = frozenset(RECORD_COLUMNS) - NOT_QUERIED
 """The columns a query may filter and order on (names are checked against it: SQL is never built from input)."""
+
+
+PACKED_KINDS = frozenset({"item"})
+PACK_MIN = 512
+"""Records of these kinds, from this many characters of JSON, keep their data zlib-compressed (a
+BLOB; everything else is TEXT): a bug tracker's items carry long descriptions (at 10,000 items,
+25 MB of JSON, 7 MB compressed) and are read a page at a time, never by a memory search or
+bootstrap. Notes and handoffs are not: compressing them too made the index 1.88x the record
+files instead of 2.1x at 10,000 notes, but search p50 1.27x (1.35x at 1,000 notes), since a
+search reads up to 50 records and a decompression costs about as much as the json.loads."""
+
+
+def pack_data(kind: str, text: str) -> str | bytes:
+    """The ``records.data`` value of a record's compact JSON (see PACKED_KINDS)."""
+    if kind in PACKED_KINDS and len(text) >= PACK_MIN:
+        return zlib.compress(text.encode("utf-8"), 6)
+    return text
+
+
+def unpack_data(value: str | bytes) -> str:
+    """A record's compact JSON from its ``records.data`` value (SQL: ``unpack_data(data)``)."""
+    return zlib.decompress(value).decode("utf-8") if isinstance(value, bytes) else value
 
 
 def content_hash(raw: bytes) -> str:
