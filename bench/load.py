@@ -149,13 +149,53 @@ def make_store(base: Path) -> tuple[Path, Path, list[str]]:
     return root, repo, items
 
 
-async def run_worker(w: Worker, root: Path, repo: Path, items: list[str], start: float, seconds: float) -> None:
+async def read_version(server: Server, w: Worker, item: str) -> int | None:
+    """The item's version as this worker reads it (None, noted as unexpected, when the read fails)."""
+    read, _ = await server.call("read_record_item", {"record_channel_id": "load", "item_id": item})
+    w.reads += 1
+    if not read["ok"]:
+        w.unexpected.append(read)
+        return None
+    return int(read["data"]["item"]["version"])
+
+
+async def edit(server: Server, w: Worker, item: str, version: int, tag: str, points: int) -> None:
+    """One edit expecting ``version``: acknowledged, or a version conflict (noted with its latency)."""
+    envelope, took = await server.call(
+        "edit_record_item",
+        {
+            "record_channel_id": "load",
+            "item_id": item,
+            "values": {"title": tag, "points": points},
+            "expected_version": version,
+            "idempotency_key": tag,
+        },
+    )
+    w.latencies.append(took)
+    if envelope["ok"]:
+        w.edits.append((item, envelope["data"]["item"]["version"], tag))
+    elif envelope["error"]["code"] == "ERR_VERSION_CONFLICT":
+        w.conflicts += 1
+        w.conflicts_with_item += "item" in envelope["error"]
+    else:
+        w.unexpected.append(envelope)
+
+
+async def run_worker(
+    w: Worker, root: Path, repo: Path, items: list[str], start: float, seconds: float, rendezvous: asyncio.Barrier
+) -> None:
     server = await Server.start(root, repo)
     rng = random.Random(w.n)
     try:
         boot, _ = await server.call("memory_bootstrap_session", {"cwd": str(repo), "task": f"load worker {w.n}"})
         assert boot["ok"], boot
         scope, session = boot["data"]["scope"], boot["data"]["session"]["session_id"]
+        # A sure collision, however slow the machine: every worker reads the first item before any
+        # edits it, then all edit it with the version they read; one wins, the others must be told.
+        first = await read_version(server, w, items[0])
+        await rendezvous.wait()
+        if first is not None:
+            await edit(server, w, items[0], first, f"w{w.n}-0", 0)
         while time.monotonic() < start:
             await asyncio.sleep(0.005)
         deadline = start + seconds
@@ -180,29 +220,10 @@ async def run_worker(w: Worker, root: Path, repo: Path, items: list[str], start:
                     w.notes.append(envelope["data"]["note"]["note_id"])
             elif roll < 0.85:
                 item = rng.choice(items)
-                read, _ = await server.call("read_record_item", {"record_channel_id": "load", "item_id": item})
-                w.reads += 1
-                if not read["ok"]:
-                    w.unexpected.append(read)
-                    continue
-                version = read["data"]["item"]["version"]
-                envelope, took = await server.call(
-                    "edit_record_item",
-                    {
-                        "record_channel_id": "load",
-                        "item_id": item,
-                        "values": {"title": tag, "points": n},
-                        "expected_version": version,
-                        "idempotency_key": tag,
-                    },
-                )
-                if envelope["ok"]:
-                    w.edits.append((item, envelope["data"]["item"]["version"], tag))
-                elif envelope["error"]["code"] == "ERR_VERSION_CONFLICT":
-                    w.conflicts += 1
-                    w.conflicts_with_item += "item" in envelope["error"]
-                    w.latencies.append(took)
-                    continue
+                version = await read_version(server, w, item)
+                if version is not None:
+                    await edit(server, w, item, version, tag, n)
+                continue
             else:
                 envelope, took = await server.call(
                     "memory_save_imported_note",
@@ -231,7 +252,8 @@ async def hammer(root: Path, repo: Path, items: list[str], workers: int, seconds
     crew = [Worker(n) for n in range(workers)]
     # Every server is up (started and bootstrapped) before the clock starts: spawning costs ~1 s each.
     start = time.monotonic() + 1.0 + 0.6 * workers
-    await asyncio.gather(*(run_worker(w, root, repo, items, start, seconds) for w in crew))
+    rendezvous = asyncio.Barrier(workers)
+    await asyncio.gather(*(run_worker(w, root, repo, items, start, seconds, rendezvous) for w in crew))
     return crew, max(w.ended for w in crew) - start
 
 
