@@ -800,3 +800,42 @@ def test_workers_render_only_builds_that_render_most_pages(
     monkeypatch.setattr(build_module, "_code_hash", lambda: "other code")
     again = build(fx.store, out)
     assert again.workers == 2 and again.rendered == again.pages  # every page (the assets are unchanged)
+
+
+def test_event_details_are_cached_per_shard_and_a_changed_shard_is_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The values events set come from ``.cache/site/event-details`` for shards whose stat is
+    unchanged; a shard a change appended to is read again, a damaged cache file is ignored, and
+    the incremental site equals a cold build of the same store."""
+    from codexmem.render.site import history as history_module
+
+    fx = make_store(tmp_path / "store")
+    out = tmp_path / "_site"
+    build(fx.store, out)
+    cache = fx.store.layout.cache / "site" / history_module.DETAILS_CACHE
+    cached = sorted(cache.rglob("*.marshal"))
+    assert cached, "every shard's details are cached"
+
+    read: list[Path] = []
+    original = history_module._read_shard
+
+    def counting(path: Path) -> history_module.ShardDetails:
+        read.append(path)
+        return original(path)
+
+    monkeypatch.setattr(history_module, "_read_shard", counting)
+    build(fx.store, out)
+    assert read == [], "no shard changed: none is read"
+
+    title = "Keep validation aligned with the backend enum"
+    edit_note(fx, title, {"content": "A body the cache has not seen."}, ts(19, 14))
+    cached[0].write_bytes(b"\x00not marshal")  # damaged: read again, never trusted
+    build(fx.store, out)
+    assert 1 <= len(read) <= 2, read
+
+    nid = fx.notes[title]
+    assert "A body the cache has not seen" in (out / f"notes/{nid}/index.html").read_text()
+    fresh = tmp_path / "fresh"
+    build(fx.store, fresh, full=True)
+    assert site_files(out) == site_files(fresh)

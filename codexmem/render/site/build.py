@@ -154,7 +154,7 @@ def build_site(
     report.base_url = base
     templates = data_dir("templates") / "site"
     assets = _assets(data_dir("site"))
-    data = load(store, now=now)
+    data = load(store, now=now, cached=not full)
     markdown = MarkdownCache()
     site = {
         "title": data.title,

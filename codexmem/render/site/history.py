@@ -11,6 +11,9 @@ Where neither knows a value, the row says so.
 
 from __future__ import annotations
 
+import contextlib
+import marshal
+import os
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -41,22 +44,88 @@ class Details:
     author: dict[str, str] = field(default_factory=dict)
 
 
-def read_details(layout: Layout) -> Details:
-    """Every shard read once; lines ``check`` would report are skipped, as the index skips them."""
+DETAILS_CACHE = "event-details"
+"""The folder (in ``.cache/site/``) of each shard's details, one file per shard."""
+DETAILS_FORMAT = 1
+
+ShardDetails = tuple[dict[str, Rec], dict[str, list[str]], dict[str, str]]
+"""One shard's (values, parents, author), as :class:`Details` holds them."""
+
+
+def read_details(layout: Layout, cache: Path | None = None, *, use: bool = True) -> Details:
+    """Every shard read once; lines ``check`` would report are skipped, as the index skips them.
+
+    With ``cache`` (a folder), a shard whose stat (inode, size, modification and change times)
+    is the one recorded beside its details there is not read again. Decoding and checking every
+    event line is most of this, and a change appends to one shard: only that one is read (and
+    its cache file written). ``use=False`` reads every shard and writes their cache afresh
+    (``site --full``).
+    """
     found = Details()
-    for _rel, path in ev.list_shards(layout.events):
-        for line in ev.read_lines(path):
-            event = line.event
-            if event is None:
-                continue
-            eid = event["event_id"]
-            if "set" in event:
-                found.values[eid] = event["set"]
-            if "parents" in event:
-                found.parents[eid] = event["parents"]
-            if event.get("author"):
-                found.author[eid] = event["author"]
+    for rel, path in ev.list_shards(layout.events):
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        key = [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+        target = cache / f"{rel}.marshal" if cache is not None else None
+        shard = _read_cached(target, key) if target is not None and use else None
+        if shard is None:
+            shard = _read_shard(path)
+            if target is not None:
+                _write_cached(target, key, shard)
+        values, parents, author = shard
+        found.values.update(values)
+        found.parents.update(parents)
+        found.author.update(author)
     return found
+
+
+def _read_shard(path: Path) -> ShardDetails:
+    values: dict[str, Rec] = {}
+    parents: dict[str, list[str]] = {}
+    author: dict[str, str] = {}
+    for line in ev.read_lines(path):
+        event = line.event
+        if event is None:
+            continue
+        eid = event["event_id"]
+        if "set" in event:
+            values[eid] = event["set"]
+        if "parents" in event:
+            parents[eid] = event["parents"]
+        if event.get("author"):
+            author[eid] = event["author"]
+    return values, parents, author
+
+
+def _read_cached(path: Path, key: list[int]) -> ShardDetails | None:
+    """A shard's details as this code cached them for a shard of this stat, or None.
+
+    marshal, not JSON: decoding JSON is the cost the cache saves. The file is this program's own
+    (``<store>/.cache/site/``), and anything but the shape it writes is ignored.
+    """
+    try:
+        body = marshal.loads(path.read_bytes())  # noqa: S302 - our own cache file, shape checked below
+    except (OSError, EOFError, ValueError, TypeError):
+        return None
+    if not (isinstance(body, list) and len(body) == 5 and body[0] == DETAILS_FORMAT and body[1] == key):
+        return None
+    shard = (body[2], body[3], body[4])
+    return shard if all(isinstance(part, dict) for part in shard) else None
+
+
+def _write_cached(path: Path, key: list[int], shard: ShardDetails) -> None:
+    """Written by rename, so a reader sees the old file or the new; a read-only store keeps none."""
+    try:
+        raw = marshal.dumps([DETAILS_FORMAT, key, *shard], 2)
+    except ValueError:  # not plain data: not cached, the shard is read next time
+        return
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(raw)
+        os.replace(tmp, path)
 
 
 def git_versions(layout: Layout, wanted: set[tuple[str, str]]) -> dict[tuple[str, str], dict[int, Rec]]:
@@ -124,14 +193,24 @@ def record_history(
         eid = e["event_id"]
         parent_ids = details.parents.get(eid)
         before = _merge_states([states[p] for p in parent_ids if p in states]) if parent_ids is not None else previous
+        # States never hold None (a field set to None is gone): ``before`` is made of earlier
+        # states, so only what this event set needs dropping.
         if eid in details.values:
-            after = {**before, **{k: (v, order) for k, v in details.values[eid].items()}}
+            after = dict(before)
+            for k, v in details.values[eid].items():
+                if v is None:
+                    after.pop(k, None)
+                else:
+                    after[k] = (v, order)
         elif e["version"] in from_git:
             known = from_git[e["version"]]
-            after = {k: before[k] if k in before and before[k][0] == v else (v, order) for k, v in known.items()}
+            after = {
+                k: before[k] if k in before and before[k][0] == v else (v, order)
+                for k, v in known.items()
+                if v is not None
+            }
         else:
             after = {**before, **{_key(k): (UNKNOWN, order) for k in e["changed"]}}
-        after = {k: entry for k, entry in after.items() if entry[0] is not None}
         states[eid] = previous = after
         old, new = _values(before), _values(after)
         changes = []
