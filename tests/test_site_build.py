@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import redirect_stdout
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -820,9 +821,9 @@ def test_event_details_are_cached_per_shard_and_a_changed_shard_is_read_again(
     read: list[Path] = []
     original = history_module._read_shard
 
-    def counting(path: Path) -> history_module.ShardDetails:
+    def counting(path: Path, old: Any = None) -> Any:
         read.append(path)
-        return original(path)
+        return original(path, old)
 
     monkeypatch.setattr(history_module, "_read_shard", counting)
     build(fx.store, out)
@@ -833,6 +834,19 @@ def test_event_details_are_cached_per_shard_and_a_changed_shard_is_read_again(
     cached[0].write_bytes(b"\x00not marshal")  # damaged: read again, never trusted
     build(fx.store, out)
     assert 1 <= len(read) <= 2, read
+    # A shard that grew is read from where the cache stopped only if it still starts with the
+    # bytes read then: one rewritten in place (same size or longer) is read whole.
+    shard = next(p for p in sorted(fx.store.layout.events.rglob("*.jsonl")))
+    details = history_module.read_details(fx.store.layout, cache)
+    raw = shard.read_bytes()
+    first = json.loads(raw.splitlines()[0])
+    swapped = raw.replace(first["event_id"].encode(), first["event_id"][:-1].encode() + b"Z", 1)
+    shard.write_bytes(swapped + b"\n")
+    again = history_module.read_details(fx.store.layout, cache)
+    uncached = history_module.read_details(fx.store.layout)
+    assert (again.values, again.parents, again.author) == (uncached.values, uncached.parents, uncached.author)
+    assert details.values.keys() != again.values.keys() or details.author.keys() != again.author.keys()
+    shard.write_bytes(raw)
 
     nid = fx.notes[title]
     assert "A body the cache has not seen" in (out / f"notes/{nid}/index.html").read_text()

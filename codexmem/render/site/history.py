@@ -12,6 +12,7 @@ Where neither knows a value, the row says so.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import marshal
 import os
 from collections import defaultdict
@@ -46,20 +47,31 @@ class Details:
 
 DETAILS_CACHE = "event-details"
 """The folder (in ``.cache/site/``) of each shard's details, one file per shard."""
-DETAILS_FORMAT = 1
+DETAILS_FORMAT = 2
 
 ShardDetails = tuple[dict[str, Rec], dict[str, list[str]], dict[str, str]]
 """One shard's (values, parents, author), as :class:`Details` holds them."""
 
 
+@dataclass
+class _Cached:
+    """A shard's details as far as it was read: its stat then, the bytes read and their hash."""
+
+    stat: list[int]
+    end: int
+    digest: str
+    shard: ShardDetails
+
+
 def read_details(layout: Layout, cache: Path | None = None, *, use: bool = True) -> Details:
     """Every shard read once; lines ``check`` would report are skipped, as the index skips them.
 
-    With ``cache`` (a folder), a shard whose stat (inode, size, modification and change times)
-    is the one recorded beside its details there is not read again. Decoding and checking every
-    event line is most of this, and a change appends to one shard: only that one is read (and
-    its cache file written). ``use=False`` reads every shard and writes their cache afresh
-    (``site --full``).
+    With ``cache`` (a folder), what each shard's lines hold is kept there, one file per shard,
+    with the shard's stat (inode, size, modification and change times), the bytes read and
+    their hash. A shard whose stat is unchanged is not opened; one that grew and still starts
+    with the bytes read (a change appends to one shard) is read from there on; any other is read
+    whole. Decoding and checking every event line is most of this. ``use=False`` reads every
+    shard whole and writes its cache afresh (``site --full``).
     """
     found = Details()
     for rel, path in ev.list_shards(layout.events):
@@ -67,13 +79,15 @@ def read_details(layout: Layout, cache: Path | None = None, *, use: bool = True)
             st = path.stat()
         except OSError:
             continue
-        key = [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+        stat = [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
         target = cache / f"{rel}.marshal" if cache is not None else None
-        shard = _read_cached(target, key) if target is not None and use else None
-        if shard is None:
-            shard = _read_shard(path)
+        old = _read_cached(target) if target is not None and use else None
+        if old is not None and old.stat == stat:
+            shard = old.shard
+        else:
+            shard, end, digest = _read_shard(path, old)
             if target is not None:
-                _write_cached(target, key, shard)
+                _write_cached(target, _Cached(stat, end, digest, shard))
         values, parents, author = shard
         found.values.update(values)
         found.parents.update(parents)
@@ -81,11 +95,22 @@ def read_details(layout: Layout, cache: Path | None = None, *, use: bool = True)
     return found
 
 
-def _read_shard(path: Path) -> ShardDetails:
+def _read_shard(path: Path, old: _Cached | None = None) -> tuple[ShardDetails, int, str]:
+    """A shard's details, its bytes read (complete lines) and their hash: from ``old``'s end on
+    when the shard still starts with the bytes ``old`` read, else from its start. A later line
+    of an event id wins, as when the whole shard is read."""
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    start = 0
     values: dict[str, Rec] = {}
     parents: dict[str, list[str]] = {}
     author: dict[str, str] = {}
-    for line in ev.read_lines(path):
+    if old is not None and old.end <= len(raw) and _digest(raw[: old.end]) == old.digest:
+        start = old.end
+        values, parents, author = dict(old.shard[0]), dict(old.shard[1]), dict(old.shard[2])
+    end = start
+    for line in ev.read_lines(path, start):
+        end = line.end
         event = line.event
         if event is None:
             continue
@@ -96,11 +121,15 @@ def _read_shard(path: Path) -> ShardDetails:
             parents[eid] = event["parents"]
         if event.get("author"):
             author[eid] = event["author"]
-    return values, parents, author
+    return (values, parents, author), end, _digest(raw[:end])
 
 
-def _read_cached(path: Path, key: list[int]) -> ShardDetails | None:
-    """A shard's details as this code cached them for a shard of this stat, or None.
+def _digest(raw: bytes) -> str:
+    return hashlib.blake2b(raw, digest_size=16).hexdigest()
+
+
+def _read_cached(path: Path) -> _Cached | None:
+    """A shard's details as this code cached them, or None (missing, another format, damaged).
 
     marshal, not JSON: decoding JSON is the cost the cache saves. The file is this program's own
     (``<store>/.cache/site/``), and anything but the shape it writes is ignored.
@@ -109,16 +138,20 @@ def _read_cached(path: Path, key: list[int]) -> ShardDetails | None:
         body = marshal.loads(path.read_bytes())  # noqa: S302 - our own cache file, shape checked below
     except (OSError, EOFError, ValueError, TypeError):
         return None
-    if not (isinstance(body, list) and len(body) == 5 and body[0] == DETAILS_FORMAT and body[1] == key):
+    if not (isinstance(body, list) and len(body) == 7 and body[0] == DETAILS_FORMAT):
         return None
-    shard = (body[2], body[3], body[4])
-    return shard if all(isinstance(part, dict) for part in shard) else None
+    _format, stat, end, digest, *shard = body
+    if not (isinstance(stat, list) and isinstance(end, int) and isinstance(digest, str)):
+        return None
+    if not all(isinstance(part, dict) for part in shard):
+        return None
+    return _Cached(stat, end, digest, (shard[0], shard[1], shard[2]))
 
 
-def _write_cached(path: Path, key: list[int], shard: ShardDetails) -> None:
+def _write_cached(path: Path, cached: _Cached) -> None:
     """Written by rename, so a reader sees the old file or the new; a read-only store keeps none."""
     try:
-        raw = marshal.dumps([DETAILS_FORMAT, key, *shard], 2)
+        raw = marshal.dumps([DETAILS_FORMAT, cached.stat, cached.end, cached.digest, *cached.shard], 2)
     except ValueError:  # not plain data: not cached, the shard is read next time
         return
     with contextlib.suppress(OSError):
