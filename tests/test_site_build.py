@@ -853,3 +853,23 @@ def test_event_details_are_cached_per_shard_and_a_changed_shard_is_read_again(
     fresh = tmp_path / "fresh"
     build(fx.store, fresh, full=True)
     assert site_files(out) == site_files(fresh)
+
+
+def test_a_build_leaves_the_garbage_collector_as_it_found_it(
+    fx: Fixture, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The build pauses the collector while it loads and sets the store's data aside (gc.freeze)
+    while it renders; a process that builds (a server, tests) gets its collector back."""
+    import gc
+
+    frozen = gc.get_freeze_count()
+    build(fx.store, tmp_path / "a")
+    assert gc.isenabled() and gc.get_freeze_count() == frozen
+
+    def failing(*_args: Any) -> Any:
+        raise RuntimeError("a page failed")
+
+    monkeypatch.setattr(build_module, "plan", failing)
+    with pytest.raises(RuntimeError):
+        build(fx.store, tmp_path / "b")
+    assert gc.isenabled() and gc.get_freeze_count() == frozen
