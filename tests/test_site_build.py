@@ -862,9 +862,9 @@ def test_a_build_leaves_the_garbage_collector_as_it_found_it(
     while it renders; a process that builds (a server, tests) gets its collector back."""
     import gc
 
-    frozen = gc.get_freeze_count()
+    frozen, threshold = gc.get_freeze_count(), gc.get_threshold()
     build(fx.store, tmp_path / "a")
-    assert gc.isenabled() and gc.get_freeze_count() == frozen
+    assert gc.isenabled() and gc.get_freeze_count() == frozen and gc.get_threshold() == threshold
 
     def failing(*_args: Any) -> Any:
         raise RuntimeError("a page failed")
@@ -872,4 +872,4 @@ def test_a_build_leaves_the_garbage_collector_as_it_found_it(
     monkeypatch.setattr(build_module, "plan", failing)
     with pytest.raises(RuntimeError):
         build(fx.store, tmp_path / "b")
-    assert gc.isenabled() and gc.get_freeze_count() == frozen
+    assert gc.isenabled() and gc.get_freeze_count() == frozen and gc.get_threshold() == threshold
