@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import redirect_stdout
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -800,3 +801,75 @@ def test_workers_render_only_builds_that_render_most_pages(
     monkeypatch.setattr(build_module, "_code_hash", lambda: "other code")
     again = build(fx.store, out)
     assert again.workers == 2 and again.rendered == again.pages  # every page (the assets are unchanged)
+
+
+def test_event_details_are_cached_per_shard_and_a_changed_shard_is_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The values events set come from ``.cache/site/event-details`` for shards whose stat is
+    unchanged; a shard a change appended to is read again, a damaged cache file is ignored, and
+    the incremental site equals a cold build of the same store."""
+    from codexmem.render.site import history as history_module
+
+    fx = make_store(tmp_path / "store")
+    out = tmp_path / "_site"
+    build(fx.store, out)
+    cache = fx.store.layout.cache / "site" / history_module.DETAILS_CACHE
+    cached = sorted(cache.rglob("*.marshal"))
+    assert cached, "every shard's details are cached"
+
+    read: list[Path] = []
+    original = history_module._read_shard
+
+    def counting(path: Path, old: Any = None) -> Any:
+        read.append(path)
+        return original(path, old)
+
+    monkeypatch.setattr(history_module, "_read_shard", counting)
+    build(fx.store, out)
+    assert read == [], "no shard changed: none is read"
+
+    title = "Keep validation aligned with the backend enum"
+    edit_note(fx, title, {"content": "A body the cache has not seen."}, ts(19, 14))
+    cached[0].write_bytes(b"\x00not marshal")  # damaged: read again, never trusted
+    build(fx.store, out)
+    assert 1 <= len(read) <= 2, read
+    # A shard that grew is read from where the cache stopped only if it still starts with the
+    # bytes read then: one rewritten in place (same size or longer) is read whole.
+    shard = next(p for p in sorted(fx.store.layout.events.rglob("*.jsonl")))
+    details = history_module.read_details(fx.store.layout, cache)
+    raw = shard.read_bytes()
+    first = json.loads(raw.splitlines()[0])
+    swapped = raw.replace(first["event_id"].encode(), first["event_id"][:-1].encode() + b"Z", 1)
+    shard.write_bytes(swapped + b"\n")
+    again = history_module.read_details(fx.store.layout, cache)
+    uncached = history_module.read_details(fx.store.layout)
+    assert (again.values, again.parents, again.author) == (uncached.values, uncached.parents, uncached.author)
+    assert details.values.keys() != again.values.keys() or details.author.keys() != again.author.keys()
+    shard.write_bytes(raw)
+
+    nid = fx.notes[title]
+    assert "A body the cache has not seen" in (out / f"notes/{nid}/index.html").read_text()
+    fresh = tmp_path / "fresh"
+    build(fx.store, fresh, full=True)
+    assert site_files(out) == site_files(fresh)
+
+
+def test_a_build_leaves_the_garbage_collector_as_it_found_it(
+    fx: Fixture, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The build pauses the collector while it loads and sets the store's data aside (gc.freeze)
+    while it renders; a process that builds (a server, tests) gets its collector back."""
+    import gc
+
+    frozen, threshold = gc.get_freeze_count(), gc.get_threshold()
+    build(fx.store, tmp_path / "a")
+    assert gc.isenabled() and gc.get_freeze_count() == frozen and gc.get_threshold() == threshold
+
+    def failing(*_args: Any) -> Any:
+        raise RuntimeError("a page failed")
+
+    monkeypatch.setattr(build_module, "plan", failing)
+    with pytest.raises(RuntimeError):
+        build(fx.store, tmp_path / "b")
+    assert gc.isenabled() and gc.get_freeze_count() == frozen and gc.get_threshold() == threshold

@@ -19,7 +19,7 @@ from typing import Any
 from codexmem.models.channel import COLOR_RE, ChannelSchema
 from codexmem.models.records import HANDOFF_STATUSES, NOTE_STATUSES, NOTE_TYPES
 from codexmem.render.markdown import RECORD_ID_RE, TOKEN_RE, mention_pattern
-from codexmem.render.site.history import git_versions, read_details, record_history
+from codexmem.render.site.history import DETAILS_CACHE, git_versions, read_details, record_history
 from codexmem.store.layout import CHANNEL, HANDOFF, IMPORT, ITEM, KINDS, NOTE, SESSION
 from codexmem.store.store import Store
 from codexmem.timeutil import format_ts, utcnow
@@ -137,11 +137,12 @@ def build_day(moment: datetime | None = None) -> datetime:
     return current.replace(hour=0, minute=0, second=0, microsecond=0)
 
 
-def load(store: Store, *, now: datetime | None = None) -> SiteData:
+def load(store: Store, *, now: datetime | None = None, cached: bool = True) -> SiteData:
     """Read every record and event once; compute refs, formulas, history and backlinks.
 
     ``now`` (the time formulas are computed at) defaults to the start of the build's UTC day,
-    never to the latest change: one change must not move every item's age.
+    never to the latest change: one change must not move every item's age. ``cached``: the
+    events' values of unchanged shards come from ``.cache/site/`` (else every shard is read).
     """
     index = store.fresh_index(full=True)
     config = store.config
@@ -178,7 +179,7 @@ def load(store: Store, *, now: datetime | None = None) -> SiteData:
     _collect_projects(data, store)
     _collect_refs(data)
     _collect_mentions(data)
-    _collect_history(data, store)
+    _collect_history(data, store, cached)
     _collect_links(data)
     return data
 
@@ -360,7 +361,7 @@ def _ref(kind: str, rid: str, title: str, status: str, rec: Rec) -> Rec:
     }
 
 
-def _collect_history(data: SiteData, store: Store) -> None:
+def _collect_history(data: SiteData, store: Store, cached: bool = True) -> None:
     """Each record's events, oldest first, with the values each change set (the shards read once;
     git fills in events from before values were recorded); sessions also get the events they caused."""
     by_record: dict[str, list[Rec]] = defaultdict(list)
@@ -370,7 +371,8 @@ def _collect_history(data: SiteData, store: Store) -> None:
         by_record[event["id"]].append(event)
         if event["actor"] in sessions:
             by_session[event["actor"]].append(event)
-    details = read_details(store.layout)
+    cache = store.layout.cache / "site" / DETAILS_CACHE
+    details = read_details(store.layout, cache, use=cached)
     lacking = {(e["kind"], e["id"]) for e in data.events if e["event_id"] not in details.values}
     from_git = git_versions(store.layout, lacking)
     for rid, events in by_record.items():

@@ -11,6 +11,10 @@ Where neither knows a value, the row says so.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import marshal
+import os
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -41,22 +45,120 @@ class Details:
     author: dict[str, str] = field(default_factory=dict)
 
 
-def read_details(layout: Layout) -> Details:
-    """Every shard read once; lines ``check`` would report are skipped, as the index skips them."""
+DETAILS_CACHE = "event-details"
+"""The folder (in ``.cache/site/``) of each shard's details, one file per shard."""
+DETAILS_FORMAT = 2
+
+ShardDetails = tuple[dict[str, Rec], dict[str, list[str]], dict[str, str]]
+"""One shard's (values, parents, author), as :class:`Details` holds them."""
+
+
+@dataclass
+class _Cached:
+    """A shard's details as far as it was read: its stat then, the bytes read and their hash."""
+
+    stat: list[int]
+    end: int
+    digest: str
+    shard: ShardDetails
+
+
+def read_details(layout: Layout, cache: Path | None = None, *, use: bool = True) -> Details:
+    """Every shard read once; lines ``check`` would report are skipped, as the index skips them.
+
+    With ``cache`` (a folder), what each shard's lines hold is kept there, one file per shard,
+    with the shard's stat (inode, size, modification and change times), the bytes read and
+    their hash. A shard whose stat is unchanged is not opened; one that grew and still starts
+    with the bytes read (a change appends to one shard) is read from there on; any other is read
+    whole. Decoding and checking every event line is most of this. ``use=False`` reads every
+    shard whole and writes its cache afresh (``site --full``).
+    """
     found = Details()
-    for _rel, path in ev.list_shards(layout.events):
-        for line in ev.read_lines(path):
-            event = line.event
-            if event is None:
-                continue
-            eid = event["event_id"]
-            if "set" in event:
-                found.values[eid] = event["set"]
-            if "parents" in event:
-                found.parents[eid] = event["parents"]
-            if event.get("author"):
-                found.author[eid] = event["author"]
+    for rel, path in ev.list_shards(layout.events):
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        stat = [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+        target = cache / f"{rel}.marshal" if cache is not None else None
+        old = _read_cached(target) if target is not None and use else None
+        if old is not None and old.stat == stat:
+            shard = old.shard
+        else:
+            shard, end, digest = _read_shard(path, old)
+            if target is not None:
+                _write_cached(target, _Cached(stat, end, digest, shard))
+        values, parents, author = shard
+        found.values.update(values)
+        found.parents.update(parents)
+        found.author.update(author)
     return found
+
+
+def _read_shard(path: Path, old: _Cached | None = None) -> tuple[ShardDetails, int, str]:
+    """A shard's details, its bytes read (complete lines) and their hash: from ``old``'s end on
+    when the shard still starts with the bytes ``old`` read, else from its start. A later line
+    of an event id wins, as when the whole shard is read."""
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    start = 0
+    values: dict[str, Rec] = {}
+    parents: dict[str, list[str]] = {}
+    author: dict[str, str] = {}
+    if old is not None and old.end <= len(raw) and _digest(raw[: old.end]) == old.digest:
+        start = old.end
+        values, parents, author = dict(old.shard[0]), dict(old.shard[1]), dict(old.shard[2])
+    end = start
+    for line in ev.read_lines(path, start):
+        end = line.end
+        event = line.event
+        if event is None:
+            continue
+        eid = event["event_id"]
+        if "set" in event:
+            values[eid] = event["set"]
+        if "parents" in event:
+            parents[eid] = event["parents"]
+        if event.get("author"):
+            author[eid] = event["author"]
+    return (values, parents, author), end, _digest(raw[:end])
+
+
+def _digest(raw: bytes) -> str:
+    return hashlib.blake2b(raw, digest_size=16).hexdigest()
+
+
+def _read_cached(path: Path) -> _Cached | None:
+    """A shard's details as this code cached them, or None (missing, another format, damaged).
+
+    marshal, not JSON: decoding JSON is the cost the cache saves. The file is this program's own
+    (``<store>/.cache/site/``), and anything but the shape it writes is ignored.
+    """
+    try:
+        body = marshal.loads(path.read_bytes())  # noqa: S302 - our own cache file, shape checked below
+    except (OSError, EOFError, ValueError, TypeError):
+        return None
+    if not (isinstance(body, list) and len(body) == 7 and body[0] == DETAILS_FORMAT):
+        return None
+    _format, stat, end, digest, *shard = body
+    if not (isinstance(stat, list) and isinstance(end, int) and isinstance(digest, str)):
+        return None
+    if not all(isinstance(part, dict) for part in shard):
+        return None
+    return _Cached(stat, end, digest, (shard[0], shard[1], shard[2]))
+
+
+def _write_cached(path: Path, cached: _Cached) -> None:
+    """Written by rename, so a reader sees the old file or the new; a read-only store keeps none."""
+    try:
+        raw = marshal.dumps([DETAILS_FORMAT, cached.stat, cached.end, cached.digest, *cached.shard], 2)
+    except ValueError:  # not plain data: not cached, the shard is read next time
+        return
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(raw)
+        os.replace(tmp, path)
 
 
 def git_versions(layout: Layout, wanted: set[tuple[str, str]]) -> dict[tuple[str, str], dict[int, Rec]]:
@@ -124,14 +226,24 @@ def record_history(
         eid = e["event_id"]
         parent_ids = details.parents.get(eid)
         before = _merge_states([states[p] for p in parent_ids if p in states]) if parent_ids is not None else previous
+        # States never hold None (a field set to None is gone): ``before`` is made of earlier
+        # states, so only what this event set needs dropping.
         if eid in details.values:
-            after = {**before, **{k: (v, order) for k, v in details.values[eid].items()}}
+            after = dict(before)
+            for k, v in details.values[eid].items():
+                if v is None:
+                    after.pop(k, None)
+                else:
+                    after[k] = (v, order)
         elif e["version"] in from_git:
             known = from_git[e["version"]]
-            after = {k: before[k] if k in before and before[k][0] == v else (v, order) for k, v in known.items()}
+            after = {
+                k: before[k] if k in before and before[k][0] == v else (v, order)
+                for k, v in known.items()
+                if v is not None
+            }
         else:
             after = {**before, **{_key(k): (UNKNOWN, order) for k in e["changed"]}}
-        after = {k: entry for k, entry in after.items() if entry[0] is not None}
         states[eid] = previous = after
         old, new = _values(before), _values(after)
         changes = []
