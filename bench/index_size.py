@@ -161,26 +161,13 @@ def _bytes(root: Path, *, events: bool) -> int:
 
 def _calls(rng: random.Random, manifest: dict[str, Any], rounds: int) -> tuple[list[Any], list[Any]]:
     from bench import generate
-    from bench.run import SEARCH_WORDS
+    from bench.run import _scope_of, _search_args
 
     workspaces = manifest["workspaces"]
     searches = []
     boots = []
     for _ in range(rounds):
-        ws = rng.choice(workspaces)
-        args: dict[str, Any] = {
-            "query": " ".join(rng.sample(SEARCH_WORDS, rng.choice((1, 2, 2, 3)))),
-            "scope": {k: ws[k] for k in ("system_id", "project_id", "workspace_id")},
-            "limit": 10,
-        }
-        roll = rng.random()
-        if roll < 0.25:
-            args["include_handoffs"] = True
-        elif roll < 0.4:
-            args["types"] = rng.sample(list(generate.TITLES), 2)
-        elif roll < 0.5:
-            args["intent"] = "bugfix"
-        searches.append(args)
+        searches.append(_search_args(rng, _scope_of(rng.choice(workspaces))))  # bench/run.py's mix
         ws = rng.choice(workspaces)
         task = generate._fill(rng.choice(generate.TASKS), rng, rng.choice(generate.AREAS))
         boots.append({"cwd": ws["root"], "task": task})
