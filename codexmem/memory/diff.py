@@ -211,12 +211,22 @@ class Reader:
         self.blobs = blobs
         self._read: dict[tuple[str, str], bytes | None] = {}
 
-    def prefetch(self, side: Side, rels: Iterable[str]) -> None:
-        """Read these files of a commit in one exchange with git, rather than one question at a time."""
+    def prefetch(self, side: Side, blobs: dict[str, str | None]) -> None:
+        """Read these files of a commit in one exchange with git, rather than one question at a time.
+
+        ``blobs`` maps each file to its blob id on this side when ``git diff --raw`` gave one (None:
+        absent on this side): git then finds the object by id instead of by walking the commit's
+        trees for the path, which in a folder of 10,000 files cost ~2 ms a file.
+        """
         if side.commit is None:
             return
-        names = {f"{side.commit}:{self.prefix}{rel}": rel for rel in rels}
+        names = {
+            (blob if blob != "" else f"{side.commit}:{self.prefix}{rel}"): rel
+            for rel, blob in blobs.items()
+            if blob is not None
+        }
         found = self.blobs.read_many(names)
+        self._read.update({(side.commit, rel): None for rel, blob in blobs.items() if blob is None})
         self._read.update({(side.commit, rel): found.get(name) for name, rel in names.items()})
 
     def raw(self, side: Side, rel: str) -> bytes | None:
@@ -244,22 +254,50 @@ class Reader:
         return usable_record(raw, rel, kind, rid, channel)
 
 
-def changed_paths(root: Path, store_rel: str, base: Side, head: Side) -> list[tuple[str, str]]:
-    """``(status, path inside the store)`` of every store file that differs, sorted by path."""
+@dataclass(frozen=True)
+class Changed:
+    """A store file that differs: its path inside the store and its blob id on each side.
+
+    A blob id is "" where git did not give one (the working tree's side) and None where the file
+    is absent on that side.
+    """
+
+    status: str
+    rel: str
+    old: str | None
+    new: str | None
+
+
+NO_BLOB = "0" * 40
+
+
+def changed_paths(root: Path, store_rel: str, base: Side, head: Side) -> list[Changed]:
+    """Every store file that differs (by status, then path), with its blob ids from ``git diff --raw``."""
     pathspec = ["--", store_rel]
-    args = ["diff", "--name-status", "-z", "--no-renames", base.commit or "HEAD"]
+    args = ["diff", "--raw", "-z", "--no-renames", "--no-abbrev", base.commit or "HEAD"]
     if head.commit is not None:
         args.append(head.commit)
     out = run_git(root, [*args, *pathspec])
     if out is None:
         raise CodexmemError("ERR_INVALID_INPUT", "git could not compare the revisions (git diff failed)")
     tokens = out.decode("utf-8", "surrogateescape").split("\0")
-    pairs = [(tokens[i][:1], tokens[i + 1]) for i in range(0, len(tokens) - 1, 2)]
+    found: list[tuple[str, str, str | None, str | None]] = []
+    for meta, path in zip(tokens[0:-1:2], tokens[1::2], strict=False):
+        fields = meta.lstrip(":").split()
+        if len(fields) < 5:
+            continue
+        old, new, status = fields[2], fields[3], fields[4][:1]
+        found.append(
+            (status, path, None if old == NO_BLOB else old, None if status == "D" else ("" if new == NO_BLOB else new))
+        )
     if head.commit is None:  # new files nobody added yet are part of the working tree too
         others = run_git(root, ["ls-files", "-z", "--others", "--exclude-standard", *pathspec]) or b""
-        pairs += [("A", p) for p in others.decode("utf-8", "surrogateescape").split("\0") if p]
+        found += [("A", p, None, "") for p in others.decode("utf-8", "surrogateescape").split("\0") if p]
     prefix = "" if store_rel == "." else store_rel + "/"
-    return sorted((status, path[len(prefix) :]) for status, path in pairs if path.startswith(prefix))
+    return sorted(
+        (Changed(status, path[len(prefix) :], old, new) for status, path, old, new in found if path.startswith(prefix)),
+        key=lambda c: (c.status, c.rel),  # as before: by status, then path
+    )
 
 
 # ------------------------------------------------------------------ the comparison
@@ -288,11 +326,11 @@ class _Comparison:
         self._sessions: dict[str, str | None] = {}
         self._schemas: dict[str, Rec | None] = {}
 
-    def run(self, paths: list[tuple[str, str]]) -> MemoryDiff:
-        for side in (self.diff.base, self.diff.head):
-            self.reader.prefetch(side, [rel for _status, rel in paths])
+    def run(self, paths: list[Changed]) -> MemoryDiff:
+        self.reader.prefetch(self.diff.base, {c.rel: c.old for c in paths})
+        self.reader.prefetch(self.diff.head, {c.rel: c.new for c in paths})
         records: list[tuple[Kind, str, str | None, str]] = []
-        for _status, rel in paths:
+        for rel in (c.rel for c in paths):
             if rel.startswith(EVENTS_DIR + "/") and ev.is_shard_relpath(rel[len(EVENTS_DIR) + 1 :]):
                 self._read_events(rel)
             elif (found := identify_relpath(rel)) is not None and found[0] is not CHANNEL:
