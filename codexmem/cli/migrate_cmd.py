@@ -24,10 +24,10 @@ def run(args: argparse.Namespace) -> int:
 
     root = existing_store(args)
     report = migrate(root)
-    if report.current:
+    if report.was_current and not report.paths:
         print(f"migrate: {root} is already in the current format (format {STORE_FORMAT}): nothing was changed")
         return 0
-    if report.config_only:
+    if report.was_current:
         print(f"migrate: {root} is in the current format (format {STORE_FORMAT}); only its config changed")
     else:
         print(f"migrate: {report.records} records rewritten and recorded ({report.already} already were)")

@@ -37,10 +37,9 @@ BATCH = 200
 
 @dataclass
 class Migration:
-    current: bool = False
-    """The store was already at the current format: nothing was read beyond its config, nothing written."""
-    config_only: bool = False
-    """The store was already at the current format, but its config held absolute paths (made relative)."""
+    was_current: bool = False
+    """The store was already at the current format: nothing was read beyond its config, and nothing
+    written but the config, when it held absolute paths (then listed in ``paths``)."""
     records: int = 0
     events: int = 0
     already: int = 0
@@ -71,10 +70,7 @@ def migrate(root: Path, *, writer: Writer | None = None, branch: str | None = AU
     report = Migration()
     config_data = _relative_paths(raw, layout.root, report)
     config_data = {"format": STORE_FORMAT, **{k: v for k, v in config_data.items() if k != "format"}}
-    try:
-        config = StoreConfig.model_validate(config_data)
-    except ValueError as exc:
-        raise CodexmemError("ERR_INVALID_INPUT", f"{CONFIG_FILE}: {exc}") from None
+    config = _validated(config_data)
     records, problems = _legacy_records(layout)
     if problems:
         shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
@@ -111,17 +107,20 @@ def migrate(root: Path, *, writer: Writer | None = None, branch: str | None = AU
 
 def _current(layout: Layout, raw: dict[str, Any]) -> Migration:
     """A store at the current format: untouched, unless its config holds an absolute path."""
-    report = Migration(current=True)
+    report = Migration(was_current=True)
     config_data = _relative_paths(raw, layout.root, report)
-    if not report.paths:
-        return report
-    report.current, report.config_only = False, True
+    if report.paths:
+        _validated(config_data)
+        atomic_write(layout.config, dump_yaml(config_data).encode("utf-8"))
+    return report
+
+
+def _validated(config_data: dict[str, Any]) -> StoreConfig:
+    """The config a migration is about to write, checked first (ERR_INVALID_INPUT, nothing written)."""
     try:
-        StoreConfig.model_validate(config_data)
+        return StoreConfig.model_validate(config_data)
     except ValueError as exc:
         raise CodexmemError("ERR_INVALID_INPUT", f"{CONFIG_FILE}: {exc}") from None
-    atomic_write(layout.config, dump_yaml(config_data).encode("utf-8"))
-    return report
 
 
 def _relative_paths(raw: dict[str, Any], root: Path, report: Migration) -> dict[str, Any]:
