@@ -134,6 +134,11 @@ def read_lines(path: Path, start: int = 0) -> Iterator[ShardLine]:
     with open(path, "rb") as fh:
         fh.seek(start)
         data = fh.read()
+    return lines_of(data, start)
+
+
+def lines_of(data: bytes, start: int = 0) -> Iterator[ShardLine]:
+    """The complete lines of ``data``, a shard's bytes from byte ``start`` on (see :func:`read_lines`)."""
     offset = start
     for raw in data.splitlines(keepends=True):
         if not raw.endswith(b"\n"):

@@ -36,6 +36,7 @@ from codexmem.errors import CodexmemError
 from codexmem.render.markdown import highlight_css
 from codexmem.render.site.data import SiteData, load
 from codexmem.render.site.feed import FEED_PATH, feed_context, render_feed
+from codexmem.render.site.files import replace_file
 from codexmem.render.site.pages import Chunk, Page, plan
 from codexmem.render.site.search import PAGEFIND_DIR, Indexer, SearchReport
 from codexmem.render.site.tables import render_chunk
@@ -375,7 +376,7 @@ def produce(output: Output, out: Path, previous: dict[str, dict[str, Any]], made
     if size is None:
         _write_new(target, raw, made)
     elif changed:
-        _write(target, raw)
+        replace_file(target, raw)
     return Done(output.path, output.inputs, {"inputs": output.inputs, "size": len(raw)}, True, changed)
 
 
@@ -483,14 +484,6 @@ def _write_new(target: Path, raw: bytes, made: set[Path]) -> None:
         fh.write(raw)
 
 
-def _write(target: Path, raw: bytes) -> None:
-    """Readers of a served folder never see half a page: temporary file, then rename."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(raw)
-    os.replace(tmp, target)
-
-
 def _delete_stale(out: Path, previous: set[str], current: set[str]) -> list[str]:
     """Delete files the last build wrote that this one does not (pages of deleted records)."""
     deleted: list[str] = []
@@ -526,10 +519,10 @@ def _read_owned(out: Path) -> set[str]:
 
 
 def _save_owned(out: Path, entries: dict[str, dict[str, Any]]) -> None:
-    _write(out / OWNED_LIST, "".join(f"{rel}\n" for rel in entries).encode("utf-8"))
+    replace_file(out / OWNED_LIST, "".join(f"{rel}\n" for rel in entries).encode("utf-8"))
     # GitHub Pages would otherwise run the folder through Jekyll first.
     if not (out / NOJEKYLL).exists():
-        _write(out / NOJEKYLL, b"")
+        replace_file(out / NOJEKYLL, b"")
 
 
 def _read_manifest(path: Path, out: Path) -> dict[str, Any]:
@@ -555,7 +548,7 @@ def _save_manifest(
     # A read-only store keeps no manifest: every build there is a full one, nothing is lost.
     with contextlib.suppress(OSError):
         # No indent: only then does json use its C encoder (indented, it took 0.3 s at 5,000 notes).
-        _write(path, (json.dumps(body, separators=(",", ":"), sort_keys=True) + "\n").encode("utf-8"))
+        replace_file(path, (json.dumps(body, separators=(",", ":"), sort_keys=True) + "\n").encode("utf-8"))
 
 
 def _remove_tree(folder: Path) -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import marshal
-import os
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from codexmem.gitrepo import discover_repository
+from codexmem.render.site.files import replace_file
 from codexmem.render.textdiff import word_diff
 from codexmem.store import events as ev
 from codexmem.store.gitread import BlobReader, run_git
@@ -109,7 +109,7 @@ def _read_shard(path: Path, old: _Cached | None = None) -> tuple[ShardDetails, i
         start = old.end
         values, parents, author = dict(old.shard[0]), dict(old.shard[1]), dict(old.shard[2])
     end = start
-    for line in ev.read_lines(path, start):
+    for line in ev.lines_of(raw[start:], start):  # the bytes already read, not the file again
         end = line.end
         event = line.event
         if event is None:
@@ -155,10 +155,7 @@ def _write_cached(path: Path, cached: _Cached) -> None:
     except ValueError:  # not plain data: not cached, the shard is read next time
         return
     with contextlib.suppress(OSError):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(raw)
-        os.replace(tmp, path)
+        replace_file(path, raw)
 
 
 def git_versions(layout: Layout, wanted: set[tuple[str, str]]) -> dict[tuple[str, str], dict[int, Rec]]:
