@@ -875,3 +875,16 @@ def test_a_build_leaves_the_garbage_collector_as_it_found_it(
     with pytest.raises(RuntimeError):
         build(fx.store, tmp_path / "b")
     assert gc.isenabled() and gc.get_freeze_count() == frozen and gc.get_threshold() == threshold
+
+
+def test_templates_read_dict_keys_as_jinja_does(tmp_path: Path) -> None:
+    """Keys are read as items first (for speed), but a dict's own methods are never shadowed by a key."""
+    from codexmem.render.site.templating import MarkdownCache, make_env
+
+    (tmp_path / "t.html").write_text(
+        "{{ d.title }}|{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}|{{ d.get('get') }}|{{ d.missing is defined }}",
+        encoding="utf-8",
+    )
+    env = make_env(tmp_path, MarkdownCache())
+    out = env.get_template("t.html").render(d={"title": "<T>", "items": "shadow?", "get": 7})
+    assert out == "&lt;T&gt;|title=&lt;T&gt;;items=shadow?;get=7;|7|False"
