@@ -11,7 +11,7 @@ from typing import Any
 
 from codexmem.store.layout import CHANNEL, CHANNELS_DIR, HANDOFF, IMPORT, ITEM, ITEMS_DIR, NOTE, SCHEMA_FILE, Kind
 
-SCHEMA_VERSION = 17
+SCHEMA_VERSION = 18
 
 
 SEQ_FACTOR = 10_000_000_000  # public sequence = epoch * SEQ_FACTOR + local sequence
@@ -277,26 +277,46 @@ QUERY_COLUMNS = frozenset(RECORD_COLUMNS) - NOT_QUERIED
 """The columns a query may filter and order on (names are checked against it: SQL is never built from input)."""
 
 
-PACKED_KINDS = frozenset({"item"})
-PACK_MIN = 512
-"""Records of these kinds, from this many characters of JSON, keep their data zlib-compressed (a
-BLOB; everything else is TEXT): a bug tracker's items carry long descriptions (at 10,000 items,
-25 MB of JSON, 7 MB compressed) and are read a page at a time, never by a memory search or
-bootstrap. Notes and handoffs are not: compressing them too made the index 1.88x the record
-files instead of 2.1x at 10,000 notes, but search p50 1.27x (1.35x at 1,000 notes), since a
-search reads up to 50 records and a decompression costs about as much as the json.loads."""
+PACKED_KINDS = frozenset({"note", "handoff", "session", "import", "item"})
+PACK_MIN = 128
+"""Records of these kinds, from this many characters of JSON, keep their data compressed (a BLOB:
+raw deflate with the preset dictionary PACK_DICT; everything else is TEXT). Schema 17 packed only
+items (plain zlib, a bug tracker's long descriptions: 25 MB of JSON at 10,000 items, 7 MB packed)."""
+
+PACK_DICT = (
+    b'"record_channel_id":"","values":{"ticket":"","title":"","description":"","owner":"","severity":"'
+    b'"import_id":"","external_id":"","payload_hash":"","imported_at":"","artifact":'
+    b'"branch_name":"","started_at":"","ended_at":null,"status":"ended","task":"'
+    b'"handoff_id":"handoff_01K","kind":"checkpoint","kind":"final","status":"open","status":"completed",'
+    b'"status":"abandoned","next_steps":["Run the ","completed":["","open_questions":["","risks":[],'
+    b'"files_touched":["","related_note_ids":["note_01K","summary":"The '
+    b'"type":"bugfix","type":"discovery","type":"constraint","type":"preference","type":"todo",'
+    b'"status":"resolved","status":"superseded","source":"watcher_import","source":"recovery_generated",'
+    b'"note_id":"note_01K","version":1,"scope":{"system_id":"sys_","project_id":"proj_","workspace_id":"ws_"},'
+    b'"session_id":"sess_01K","type":"decision","title":"","importance":3,"status":"active",'
+    b'"source":"codex_explicit","tags":["","file_paths":["","related_project_ids":[],"superseded_by":null,'
+    b'"status_reason":null,"anchor":null,"created_at":"2026-","updated_at":"2026-","content":"The '
+)
+"""The preset dictionary of PACK_KINDS' deflate streams: their field names and common values, most
+common last (nearest). A small record's JSON has little to refer back to within itself; with these
+bytes in the window, its keys cost a few bits each. Part of the index format: a change to it needs a
+new SCHEMA_VERSION (an index packed with another dictionary cannot be read)."""
 
 
 def pack_data(kind: str, text: str) -> str | bytes:
     """The ``records.data`` value of a record's compact JSON (see PACKED_KINDS)."""
     if kind in PACKED_KINDS and len(text) >= PACK_MIN:
-        return zlib.compress(text.encode("utf-8"), 6)
+        packer = zlib.compressobj(6, zlib.DEFLATED, -15, 9, zlib.Z_DEFAULT_STRATEGY, PACK_DICT)
+        return packer.compress(text.encode("utf-8")) + packer.flush()
     return text
 
 
 def unpack_data(value: str | bytes) -> str:
     """A record's compact JSON from its ``records.data`` value (SQL: ``unpack_data(data)``)."""
-    return zlib.decompress(value).decode("utf-8") if isinstance(value, bytes) else value
+    if isinstance(value, bytes):
+        unpacker = zlib.decompressobj(-15, PACK_DICT)
+        return (unpacker.decompress(value) + unpacker.flush()).decode("utf-8")
+    return value
 
 
 def content_hash(raw: bytes) -> str:
