@@ -95,7 +95,7 @@ CREATE TABLE events(
   idempotency_key TEXT, fingerprint TEXT, shard INTEGER, present INTEGER NOT NULL DEFAULT 1
 );
 -- An event's shard is a number (shard_ids): up to schema 17 each event and its events_shard entry
--- held the shard's path (32 characters), 7 MB of 285 at 50,000 notes.
+-- held the shard's path (32 characters): 6.4 MB of 285 at 50,000 notes.
 CREATE TABLE shard_ids(sid INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE);
 CREATE INDEX events_record ON events(kind, id, version);
 CREATE INDEX events_channel ON events(channel, seq);
@@ -289,9 +289,9 @@ raw deflate with the preset dictionary PACK_DICT; everything else is TEXT). Up t
 items were (plain zlib): packing notes too made a search read 50 decompressions (search p50 1.27x).
 Now a search ranks its candidates from the index's columns and parses only the ~10 it shows
 (``queries.Hit``), so at 10,000 notes records takes 20.6 MB instead of 31.3 MB (notes 0.45 of
-their JSON, 0.58 with plain zlib; items 0.25) and search p50 is unchanged (1.03 / 1.03 ms at 1,000
-notes, 2.20 / 2.15 ms at 10,000, old / new in one run of ``bench/index_size.py``). A decompression
-costs about 8 us, as much as the json.loads it precedes."""
+their JSON, 0.58 with plain zlib; items 0.25) and search p50 is no slower (1.04 / 1.03 ms at
+1,000 notes, 1.97 / 1.74 ms at 10,000, 4.85 / 3.47 ms at 50,000: schema 17 / 18 side by side in
+``bench/index_size.py``). A decompression costs about 8 us, as much as the json.loads after it."""
 
 PACK_DICT = (
     b'"record_channel_id":"","values":{"ticket":"","title":"","description":"","owner":"","severity":"'
