@@ -27,7 +27,7 @@ from codexmem.memory.sessions import open_session, session_view
 from codexmem.memory.text import required_text, unique
 from codexmem.models.records import HANDOFF_STATUSES, NOTE_STATUSES, Intent, ScopeRef
 from codexmem.store.ids import check_record_id
-from codexmem.store.index import Index, TextQuery
+from codexmem.store.index import Hit, Index, TextQuery
 from codexmem.store.layout import HANDOFF, NOTE, Kind
 from codexmem.store.store import Store
 from codexmem.timeutil import parse_ts
@@ -72,18 +72,36 @@ UNREADABLE_SHOWN = 3
 
 @dataclass(frozen=True)
 class Candidate:
-    """A record found for an answer, with what ranking needs to know about how it was found."""
+    """A record found for an answer, with what ranking needs to know about how it was found.
+
+    ``found`` is the record, or a search hit whose record is parsed only if the candidate is
+    shown: ranking reads the fields below, which a hit has from the index's columns.
+    """
 
     kind: str  # "note" | "handoff"
-    record: dict[str, Any]
+    found: dict[str, Any] | Hit
     relevance: float = 0.0  # where the words were found (2: title or tags, 1: elsewhere); 0: not by text
     relation_type: str | None = None
     all_words: bool = True
     project_name: str | None = None  # the related project's, for labels
 
     @property
+    def record(self) -> dict[str, Any]:
+        return self.found.record if isinstance(self.found, Hit) else self.found
+
+    @property
     def record_id(self) -> str:
-        return str(self.record["note_id" if self.kind == "note" else "handoff_id"])
+        if isinstance(self.found, Hit):
+            return self.found.id
+        return str(self.found["note_id" if self.kind == "note" else "handoff_id"])
+
+    def field(self, name: str) -> Any:
+        """One of ``Hit``'s fields (workspace_id, status, importance, created_at, type) of the record."""
+        if isinstance(self.found, Hit):
+            return getattr(self.found, name)
+        if name == "workspace_id":
+            return self.found["scope"]["workspace_id"]
+        return self.found[name]
 
 
 # ------------------------------------------------------------------ bootstrap
@@ -234,15 +252,13 @@ def search(
 
     def find(match: TextQuery, all_words: bool) -> list[Candidate]:
         hits = [
-            Candidate("note", rec, relevance, all_words=all_words)
-            for rec, relevance in index.search(
-                [NOTE], match, where_in=note_filter, min_importance=min_importance, limit=want
-            )
+            Candidate("note", hit, hit.relevance, all_words=all_words)
+            for hit in index.hits([NOTE], match, where_in=note_filter, min_importance=min_importance, limit=want)
         ]
         if include_handoffs:
             hits += [
-                Candidate("handoff", rec, relevance, all_words=all_words)
-                for rec, relevance in index.search([HANDOFF], match, where_in=handoff_filter, limit=want)
+                Candidate("handoff", hit, hit.relevance, all_words=all_words)
+                for hit in index.hits([HANDOFF], match, where_in=handoff_filter, limit=want)
             ]
         return hits
 
@@ -284,7 +300,7 @@ def rank(found: Sequence[Candidate], scope: ScopeRef, now: datetime, intent: str
     strong = [s for c, s in zip(found, scores, strict=True) if not c.relation_type and c.all_words]
     ceiling = min(strong) - 1 if strong else None
     keyed = [
-        ((min(s, ceiling) if c.relation_type and ceiling is not None else s), c.record["created_at"], c.record_id, c)
+        ((min(s, ceiling) if c.relation_type and ceiling is not None else s), c.field("created_at"), c.record_id, c)
         for c, s in zip(found, scores, strict=True)
     ]
     keyed.sort(key=lambda k: k[:3], reverse=True)
@@ -293,20 +309,20 @@ def rank(found: Sequence[Candidate], scope: ScopeRef, now: datetime, intent: str
 
 def score(c: Candidate, scope: ScopeRef, now: datetime, intent: str, best_relevance: float) -> float:
     """Higher first: scope, state, importance, recency, relevance (relative to the best hit's), intent."""
-    rec = c.record
     if c.relation_type:
         place = SCOPE_POINTS["related"]
     else:
-        place = SCOPE_POINTS["workspace" if rec["scope"]["workspace_id"] == scope.workspace_id else "project"]
-    importance = rec["importance"] if c.kind == "note" else HANDOFF_IMPORTANCE[rec["status"]]
+        place = SCOPE_POINTS["workspace" if c.field("workspace_id") == scope.workspace_id else "project"]
+    status = c.field("status")
+    importance = c.field("importance") if c.kind == "note" else HANDOFF_IMPORTANCE[status]
     relevance = RELEVANCE_POINTS * c.relevance / best_relevance if best_relevance > 0 else 0.0
     if not c.all_words:
         relevance /= 2
-    age = now - parse_ts(rec["created_at"])
+    age = now - parse_ts(c.field("created_at"))
     recency = next((points for span, points in RECENCY_POINTS if age < span), 1)
-    wanted = c.kind == "handoff" if intent == "continuation" else (c.kind == "note" and rec["type"] == intent)
+    wanted = c.kind == "handoff" if intent == "continuation" else (c.kind == "note" and c.field("type") == intent)
     bonus = INTENT_POINTS if wanted else 0
-    return place + STATE_POINTS[rec["status"]] + 10 * importance + recency + relevance + bonus
+    return place + STATE_POINTS[status] + 10 * importance + recency + relevance + bonus
 
 
 def result_view(c: Candidate, stale: Staleness) -> dict[str, Any]:
@@ -437,7 +453,7 @@ def related_notes(
                 )
             )
     if match is None:
-        found.sort(key=lambda c: (c.record["importance"], c.record["created_at"], c.record_id), reverse=True)
+        found.sort(key=lambda c: (c.field("importance"), c.field("created_at"), c.record_id), reverse=True)
     else:
         found.sort(key=lambda c: c.relevance, reverse=True)  # stable: newest first within a tier
     if sources and not found:

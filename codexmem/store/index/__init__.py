@@ -12,7 +12,7 @@ from __future__ import annotations
 from codexmem.store.index.base import IndexCorrupt
 from codexmem.store.index.freshness import Freshness, FullScanPlan
 from codexmem.store.index.ingest import BadFile, ScanReport
-from codexmem.store.index.queries import Queries, TextQuery
+from codexmem.store.index.queries import Hit, Queries, TextQuery
 
 
 class Index(Freshness, Queries):
@@ -32,4 +32,4 @@ class Index(Freshness, Queries):
             return self.refresh(full=True)
 
 
-__all__ = ["BadFile", "FullScanPlan", "Index", "IndexCorrupt", "ScanReport", "TextQuery"]
+__all__ = ["BadFile", "FullScanPlan", "Hit", "Index", "IndexCorrupt", "ScanReport", "TextQuery"]

@@ -252,7 +252,9 @@ class Freshness(Ingestion):
             except (FileNotFoundError, NotADirectoryError):
                 conn.execute("DELETE FROM recheck WHERE path=?", (rel,))
                 continue  # gone: its folder moved, and was reconciled
-            row = conn.execute("SELECT hash FROM records WHERE path=?", (rel,)).fetchone()
+            row = conn.execute(
+                "SELECT hash FROM records WHERE dir=? AND path=?", (rel.rsplit("/", 1)[0], rel)
+            ).fetchone()
             same = False
             if row is not None and is_regular(st):
                 try:

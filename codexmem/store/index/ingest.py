@@ -57,9 +57,11 @@ class Ingestion(IndexConnection):
         touched: list[str] = []
         linked: dict[str, bool] = {}
         for rel in sorted(set(paths)):
-            row = conn.execute("SELECT inode, mtime_ns, size FROM records WHERE path=?", (rel,)).fetchone()
-            bad = conn.execute("SELECT inode, mtime_ns, size FROM bad_files WHERE path=?", (rel,)).fetchone()
             folder = rel.rsplit("/", 1)[0]
+            row = conn.execute(
+                "SELECT inode, mtime_ns, size FROM records WHERE dir=? AND path=?", (folder, rel)
+            ).fetchone()
+            bad = conn.execute("SELECT inode, mtime_ns, size FROM bad_files WHERE path=?", (rel,)).fetchone()
             if folder not in linked:
                 linked[folder] = symlink_below(self.layout.root, self.layout.root / folder) is not None
             try:
@@ -227,7 +229,9 @@ class Ingestion(IndexConnection):
             self._set_keys(conn, rowid, dedupe_keys(ITEM, json.loads(unpack_data(data)), fields), True)
 
     def _remove_path(self, conn: sqlite3.Connection, rel: str, report: ScanReport) -> None:
-        row = conn.execute("SELECT rowid, kind, data FROM records WHERE path=?", (rel,)).fetchone()
+        row = conn.execute(
+            "SELECT rowid, kind, data FROM records WHERE dir=? AND path=?", (rel.rsplit("/", 1)[0], rel)
+        ).fetchone()
         if row is None:
             return
         tables = FTS_TABLES.get(row[1], ())
@@ -265,11 +269,12 @@ class Ingestion(IndexConnection):
                 start = 0  # rewritten (a checkout of another branch): read it again, dedupe by id
                 touched |= self._set_absent(conn, rel)
             end = start
+            sid = self._shard_id(conn, rel)
             for line in ev.read_lines(path, start):
                 end = line.end
                 if line.event is not None:
                     touched.add((line.event["kind"], line.event["id"]))
-                    if self.insert_event(conn, line.event, shard=rel, heads=False):
+                    if self.insert_event(conn, line.event, shard=sid, heads=False):
                         report.events_ingested += 1
             conn.execute(
                 "INSERT OR REPLACE INTO shards(path, size, consumed, mtime_ns) VALUES (?,?,?,?)",
@@ -282,8 +287,19 @@ class Ingestion(IndexConnection):
         for kind, rid in sorted(touched):
             self._recompute_heads(conn, kind, rid)
 
-    def _set_absent(self, conn: sqlite3.Connection, shard: str) -> set[tuple[str, str]]:
+    @staticmethod
+    def _shard_id(conn: sqlite3.Connection, rel: str) -> int:
+        """The number that stands for a shard's path in ``events.shard`` (given on first use)."""
+        row = conn.execute("SELECT sid FROM shard_ids WHERE path=?", (rel,)).fetchone()
+        if row is not None:
+            return int(row[0])
+        sid = conn.execute("INSERT INTO shard_ids(path) VALUES (?)", (rel,)).lastrowid
+        assert sid is not None  # an INSERT into a rowid table always gives one
+        return sid
+
+    def _set_absent(self, conn: sqlite3.Connection, rel: str) -> set[tuple[str, str]]:
         """The events of a shard that went away (or is read again) are absent until seen; their records."""
+        shard = self._shard_id(conn, rel)
         records = {
             (r[0], r[1]) for r in conn.execute("SELECT kind, id FROM events WHERE shard=? AND present=1", (shard,))
         }
@@ -291,7 +307,7 @@ class Ingestion(IndexConnection):
         return records
 
     def insert_event(
-        self, conn: sqlite3.Connection, event: dict[str, Any], *, shard: str | None = None, heads: bool = True
+        self, conn: sqlite3.Connection, event: dict[str, Any], *, shard: int | None = None, heads: bool = True
     ) -> bool:
         """Add one event unless its ``event_id`` is known (then it is present again); True when it was new.
 
@@ -417,13 +433,14 @@ class Ingestion(IndexConnection):
         row = conn.execute("SELECT consumed FROM shards WHERE path=?", (rel,)).fetchone()
         previous = row[0] if row else 0
         path = self.layout.events / rel
+        sid = self._shard_id(conn, rel)
         if previous + len(appended) == size:  # nothing but our lines since the index last read it
             for event in events:
-                self.insert_event(conn, event, shard=rel)
+                self.insert_event(conn, event, shard=sid)
         else:  # lines another process appended before ours (same writer id) are read first
             for line in ev.read_lines(path, previous):
                 if line.event is not None:
-                    self.insert_event(conn, line.event, shard=rel)
+                    self.insert_event(conn, line.event, shard=sid)
         mtime = mtime_of(str(path))
         conn.execute(
             "INSERT OR REPLACE INTO shards(path, size, consumed, mtime_ns) VALUES (?,?,?,?)", (rel, size, size, mtime)

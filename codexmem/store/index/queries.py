@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sqlite3
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from codexmem.store.index.base import IndexConnection
@@ -32,6 +33,31 @@ class TextQuery:
 
     def stem_match(self) -> str:
         return self._join('"' + w.replace('"', '""') + '"' for w in self.words)
+
+
+@dataclass
+class Hit:
+    """A full-text match: the query columns ranking reads, and the record, parsed on first use.
+
+    A search ranks up to 50 candidates and shows 10; the others are never decompressed or parsed
+    (records.data of notes and handoffs is compressed: see schema.PACKED_KINDS). Each column holds
+    the record's own value of that field (``schema.columns_of``).
+    """
+
+    id: str
+    project_id: str | None
+    workspace_id: str | None
+    status: str | None
+    importance: int | None
+    created_at: str | None
+    type: str | None
+    relevance: float
+    packed: str | bytes = field(repr=False)
+
+    @functools.cached_property
+    def record(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads(unpack_data(self.packed))
+        return data
 
 
 class Queries(IndexConnection):
@@ -170,7 +196,22 @@ class Queries(IndexConnection):
         min_importance: int | None = None,
         limit: int = 50,
     ) -> list[tuple[dict[str, Any], float]]:
-        """Full-text hits as (record data, relevance; higher is better), best first.
+        """Full-text hits as (record data, relevance; higher is better), best first (see :meth:`hits`)."""
+        return [
+            (hit.record, hit.relevance)
+            for hit in self.hits(kinds, query, where_in=where_in, min_importance=min_importance, limit=limit)
+        ]
+
+    def hits(
+        self,
+        kinds: Iterable[Kind],
+        query: TextQuery,
+        *,
+        where_in: dict[str, Sequence[Any]] | None = None,
+        min_importance: int | None = None,
+        limit: int = 50,
+    ) -> list[Hit]:
+        """Full-text hits, best first, each with its relevance (higher is better), its record parsed lazily.
 
         A record matches when its words start with the query's words or share their stems. Of the
         newest ``limit`` matches of each text table that pass the filters (newest first: a word
@@ -216,17 +257,24 @@ class Queries(IndexConnection):
                 return []  # defensive: TextQuery quotes every word, so FTS syntax cannot get in
             hits = sorted(relevance.items(), key=lambda hit: (hit[1], hit[0]), reverse=True)[:limit]
             # Phase 2: the data of the rows returned only.
-            data = (
-                dict(
-                    self.conn.execute(
-                        f"SELECT rowid, data FROM records WHERE rowid IN ({','.join('?' * len(hits))})",
+            rows = (
+                {
+                    row[0]: row[1:]
+                    for row in self.conn.execute(
+                        "SELECT rowid, id, project_id, workspace_id, status, importance, created_at, type, data"
+                        f" FROM records WHERE rowid IN ({','.join('?' * len(hits))})",
                         [h[0] for h in hits],
-                    ).fetchall()
-                )
+                    )
+                }
                 if hits
                 else {}
             )
-        return [(json.loads(unpack_data(data[rowid])), float(tier)) for rowid, tier in hits if rowid in data]
+        out: list[Hit] = []
+        for rowid, tier in hits:
+            if rowid in rows:
+                rid, project, workspace, status, importance, created, rtype, packed = rows[rowid]
+                out.append(Hit(rid, project, workspace, status, importance, created, rtype, float(tier), packed))
+        return out
 
     def _candidates(
         self, table: str, match: str, kinds: list[str], filters: str, filter_params: list[Any], lowest: int, count: int

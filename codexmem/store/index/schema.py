@@ -11,7 +11,7 @@ from typing import Any
 
 from codexmem.store.layout import CHANNEL, CHANNELS_DIR, HANDOFF, IMPORT, ITEM, ITEMS_DIR, NOTE, SCHEMA_FILE, Kind
 
-SCHEMA_VERSION = 17
+SCHEMA_VERSION = 18
 
 
 SEQ_FACTOR = 10_000_000_000  # public sequence = epoch * SEQ_FACTOR + local sequence
@@ -25,7 +25,7 @@ _SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE records(
   rowid INTEGER PRIMARY KEY,
-  kind TEXT NOT NULL, id TEXT NOT NULL, channel TEXT, path TEXT NOT NULL UNIQUE, dir TEXT NOT NULL,
+  kind TEXT NOT NULL, id TEXT NOT NULL, channel TEXT, path TEXT NOT NULL, dir TEXT NOT NULL,
   version INTEGER NOT NULL,
   system_id TEXT, project_id TEXT, workspace_id TEXT, session_id TEXT,
   status TEXT, type TEXT, importance INTEGER, source TEXT,
@@ -49,6 +49,9 @@ CREATE INDEX records_proj_value ON records(kind, project_id, importance, created
 CREATE INDEX records_session ON records(session_id, kind, updated_at);
 CREATE INDEX records_status_ws ON records(kind, status, workspace_id, created_at);
 CREATE INDEX records_dir ON records(dir, path, inode, mtime_ns, size);
+-- A path is looked up with its folder (dir=? AND path=?), by records_dir: up to schema 17 a UNIQUE
+-- index on path alone kept every path a second time (3.7 MB at 50,000 notes); a path is unique
+-- anyway, being made of the kind, channel and id that UNIQUE(kind, channel, id) keeps unique.
 -- The filter columns of a full-text search, by rowid: a match is checked against them from this
 -- small index instead of from its (large) record row.
 CREATE INDEX records_search ON records(rowid, kind, project_id, workspace_id, status, type, importance);
@@ -89,8 +92,11 @@ CREATE TABLE events(
   event_id TEXT NOT NULL UNIQUE,
   at TEXT NOT NULL, actor TEXT NOT NULL, author TEXT, kind TEXT NOT NULL, id TEXT NOT NULL,
   channel TEXT, type TEXT NOT NULL, version INTEGER NOT NULL, changed TEXT NOT NULL, parents TEXT,
-  idempotency_key TEXT, fingerprint TEXT, shard TEXT, present INTEGER NOT NULL DEFAULT 1
+  idempotency_key TEXT, fingerprint TEXT, shard INTEGER, present INTEGER NOT NULL DEFAULT 1
 );
+-- An event's shard is a number (shard_ids): up to schema 17 each event and its events_shard entry
+-- held the shard's path (32 characters): 6.4 MB of 285 at 50,000 notes.
+CREATE TABLE shard_ids(sid INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE);
 CREATE INDEX events_record ON events(kind, id, version);
 CREATE INDEX events_channel ON events(channel, seq);
 CREATE INDEX events_shard ON events(shard, present);
@@ -130,8 +136,7 @@ SCHEMA = _SCHEMA.format(
 
 
 PLANNER_STATS: dict[tuple[str, str], str] = {
-    ("records", "sqlite_autoindex_records_1"): "1000000 1",
-    ("records", "sqlite_autoindex_records_2"): "1000000 200000 100000 1",
+    ("records", "sqlite_autoindex_records_1"): "1000000 200000 100000 1",
     ("records", "records_ws_time"): "1000000 200000 50000 10000 1 1",
     ("records", "records_proj_time"): "1000000 200000 50000 1 1",
     ("records", "records_ws_status"): "1000000 200000 50000 10000 3000 1 1",
@@ -277,26 +282,51 @@ QUERY_COLUMNS = frozenset(RECORD_COLUMNS) - NOT_QUERIED
 """The columns a query may filter and order on (names are checked against it: SQL is never built from input)."""
 
 
-PACKED_KINDS = frozenset({"item"})
-PACK_MIN = 512
-"""Records of these kinds, from this many characters of JSON, keep their data zlib-compressed (a
-BLOB; everything else is TEXT): a bug tracker's items carry long descriptions (at 10,000 items,
-25 MB of JSON, 7 MB compressed) and are read a page at a time, never by a memory search or
-bootstrap. Notes and handoffs are not: compressing them too made the index 1.88x the record
-files instead of 2.1x at 10,000 notes, but search p50 1.27x (1.35x at 1,000 notes), since a
-search reads up to 50 records and a decompression costs about as much as the json.loads."""
+PACKED_KINDS = frozenset({"note", "handoff", "session", "import", "item"})
+PACK_MIN = 128
+"""Records of these kinds, from this many characters of JSON, keep their data compressed (a BLOB:
+raw deflate with the preset dictionary PACK_DICT; everything else is TEXT). Up to schema 17 only
+items were (plain zlib): packing notes too made a search read 50 decompressions (search p50 1.27x).
+Now a search ranks its candidates from the index's columns and parses only the ~10 it shows
+(``queries.Hit``), so at 10,000 notes records takes 20.6 MB instead of 31.3 MB (notes 0.45 of
+their JSON, 0.58 with plain zlib; items 0.25) and search p50 is no slower (1.04 / 1.03 ms at
+1,000 notes, 1.97 / 1.74 ms at 10,000, 4.85 / 3.47 ms at 50,000: schema 17 / 18 side by side in
+``bench/index_size.py``). A decompression costs about 8 us, as much as the json.loads after it."""
+
+PACK_DICT = (
+    b'"record_channel_id":"","values":{"ticket":"","title":"","description":"","owner":"","severity":"'
+    b'"import_id":"","external_id":"","payload_hash":"","imported_at":"","artifact":'
+    b'"branch_name":"","started_at":"","ended_at":null,"status":"ended","task":"'
+    b'"handoff_id":"handoff_01K","kind":"checkpoint","kind":"final","status":"open","status":"completed",'
+    b'"status":"abandoned","next_steps":["Run the ","completed":["","open_questions":["","risks":[],'
+    b'"files_touched":["","related_note_ids":["note_01K","summary":"The '
+    b'"type":"bugfix","type":"discovery","type":"constraint","type":"preference","type":"todo",'
+    b'"status":"resolved","status":"superseded","source":"watcher_import","source":"recovery_generated",'
+    b'"note_id":"note_01K","version":1,"scope":{"system_id":"sys_","project_id":"proj_","workspace_id":"ws_"},'
+    b'"session_id":"sess_01K","type":"decision","title":"","importance":3,"status":"active",'
+    b'"source":"codex_explicit","tags":["","file_paths":["","related_project_ids":[],"superseded_by":null,'
+    b'"status_reason":null,"anchor":null,"created_at":"2026-","updated_at":"2026-","content":"The '
+)
+"""The preset dictionary of PACKED_KINDS' deflate streams: their field names and common values, most
+common last (nearest). A small record's JSON has little to refer back to within itself; with these
+bytes in the window, its keys cost a few bits each. Part of the index format: a change to it needs a
+new SCHEMA_VERSION (an index packed with another dictionary cannot be read)."""
 
 
 def pack_data(kind: str, text: str) -> str | bytes:
     """The ``records.data`` value of a record's compact JSON (see PACKED_KINDS)."""
     if kind in PACKED_KINDS and len(text) >= PACK_MIN:
-        return zlib.compress(text.encode("utf-8"), 6)
+        packer = zlib.compressobj(6, zlib.DEFLATED, -15, 9, zlib.Z_DEFAULT_STRATEGY, PACK_DICT)
+        return packer.compress(text.encode("utf-8")) + packer.flush()
     return text
 
 
 def unpack_data(value: str | bytes) -> str:
     """A record's compact JSON from its ``records.data`` value (SQL: ``unpack_data(data)``)."""
-    return zlib.decompress(value).decode("utf-8") if isinstance(value, bytes) else value
+    if isinstance(value, bytes):
+        unpacker = zlib.decompressobj(-15, PACK_DICT)
+        return (unpacker.decompress(value) + unpacker.flush()).decode("utf-8")
+    return value
 
 
 def content_hash(raw: bytes) -> str:
