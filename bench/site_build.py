@@ -1,6 +1,6 @@
 """Measure ``codexmem site`` at 1,000, 5,000 and 10,000 notes (each with a channel of as many items).
 
-    .venv/bin/python -m bench.site_build [--sizes 1000,5000,10000] [--keep DIR] [--no-browser]
+    .venv/bin/python -m bench.site_build [--sizes 1000,5000,10000] [--keep DIR] [--no-browser] [--cold-repeat N]
 
 For each size it generates a store (notes with the sessions, handoffs and imports around them,
 and a bug tracker channel, through ``Store.transaction``, many puts per transaction), then runs
@@ -8,7 +8,8 @@ each build in a fresh process, as a person runs ``codexmem site``:
 
 * cold: an empty output folder and no manifest;
 * no change: the same build again;
-* one change: one note's body edited, then the build (its search part indexed again).
+* one change: one note's body edited, then the build (its search part indexed again);
+* with ``--cold-repeat N``, N more cold builds (the site and its manifest removed before each).
 
 Each row gives the wall time, the CPU time of the build process and of its children (Pagefind
 and render workers; steadier than the wall time on a shared machine), the render time (pages
@@ -316,6 +317,12 @@ def measure(store_path: Path, out: Path, *, full: bool) -> dict[str, Any]:
     return result
 
 
+def _clear(store_path: Path, out: Path) -> None:
+    """No site and no manifest: the next build is cold."""
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.rmtree(store_path / ".cache" / "site", ignore_errors=True)
+
+
 def du(folder: Path) -> tuple[float, int]:
     files = [p for p in folder.rglob("*") if p.is_file()]
     return sum(p.stat().st_size for p in files) / 1e6, len(files)
@@ -411,9 +418,18 @@ def main() -> int:
     parser.add_argument("--sizes", default="1000,5000,10000", help="note counts (each with as many items)")
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it (default: a temporary one)")
     parser.add_argument("--no-browser", action="store_true", help="skip the Chromium measurement")
+    parser.add_argument(
+        "--cold-repeat",
+        type=int,
+        default=0,
+        metavar="N",
+        help="N more cold builds per size, one row each (how much the machine's speed moves)",
+    )
     parser.add_argument("--build-once", nargs=2, type=Path, metavar=("STORE", "OUT"), help=argparse.SUPPRESS)
     parser.add_argument("--full", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.cold_repeat < 0:
+        parser.error(f"argument --cold-repeat: must be 0 or more, got {args.cold_repeat}")
     if args.build_once:
         print(json.dumps(build_once(args.build_once[0], args.build_once[1], args.full)))
         return 0
@@ -429,12 +445,14 @@ def main() -> int:
                 generate(root, notes=size, items=size)
                 print(f"generated {size:,} notes and items in {time.perf_counter() - started:.1f} s", file=sys.stderr)
             out = work / f"site-{size}"
-            shutil.rmtree(out, ignore_errors=True)
-            shutil.rmtree(root / ".cache" / "site", ignore_errors=True)
+            _clear(root, out)
             rows.append((size, "cold", measure(root, out, full=True)))
             rows.append((size, "no change", measure(root, out, full=False)))
             change_one_note(Store(root))
             rows.append((size, "one note edited", measure(root, out, full=False)))
+            for run in range(args.cold_repeat):
+                _clear(root, out)
+                rows.append((size, f"cold, run {run + 2}", measure(root, out, full=True)))
             mb, files = du(out)
             print(f"{size:,}: {files:,} files, {mb:.1f} MB", file=sys.stderr)
             if size == max(sizes) and not args.no_browser:
