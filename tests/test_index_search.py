@@ -61,8 +61,8 @@ def store(tmp_path: Path) -> Store:
 
 
 def titles(store: Store, *words: str, any_word: bool = False) -> list[str]:
-    hits = store.fresh_index().search([NOTE], TextQuery(words, any_word=any_word))
-    return sorted(rec["title"] for rec, _ in hits)
+    hits = store.fresh_index().hits([NOTE], TextQuery(words, any_word=any_word))
+    return sorted(hit.record["title"] for hit in hits)
 
 
 def test_word_prefix_matches(store: Store) -> None:
@@ -85,8 +85,8 @@ def test_diacritics_and_case_fold(store: Store) -> None:
     assert titles(store, "cafe") == ["Café ordering"]
     assert titles(store, "CAFÉ") == ["Café ordering"]
     # A title match is recognized however the title spells it.
-    assert [relevance for _, relevance in store.fresh_index().search([NOTE], TextQuery(("cafe",)))] == [2.0]
-    assert [relevance for _, relevance in store.fresh_index().search([NOTE], TextQuery(("diacritic",)))] == [1.0]
+    assert [hit.relevance for hit in store.fresh_index().hits([NOTE], TextQuery(("cafe",)))] == [2.0]
+    assert [hit.relevance for hit in store.fresh_index().hits([NOTE], TextQuery(("diacritic",)))] == [1.0]
 
 
 @pytest.mark.parametrize("word", ['"', "NEAR(x)", "title:foo", "AND", "*", "-", 'a"b', "(", "^x"])
@@ -114,8 +114,8 @@ def test_words_in_the_title_or_tags_rank_first(tmp_path: Path) -> None:
             ("unrelated", "no match here", ["ledger"]),
         ],
     )
-    hits = store.fresh_index().search([NOTE], TextQuery(("ledger", "export")))
-    assert [(rec["title"], relevance) for rec, relevance in hits] == [
+    hits = store.fresh_index().hits([NOTE], TextQuery(("ledger", "export")))
+    assert [(hit.record["title"], hit.relevance) for hit in hits] == [
         ("ledger cleanup", 2.0),  # newest first within a tier
         ("ledger export", 2.0),
         ("another job", 1.0),  # the newer of the two body-only matches first

@@ -11,7 +11,7 @@ import itertools
 import re
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Literal, NamedTuple
 
@@ -96,11 +96,11 @@ class Candidate:
         return str(self.found["note_id" if self.kind == "note" else "handoff_id"])
 
     def field(self, name: str) -> Any:
-        """One of ``Hit``'s fields (workspace_id, status, importance, created_at, type) of the record."""
+        """One of ``Hit``'s fields (project_id, workspace_id, status, importance, created_at, type) of the record."""
         if isinstance(self.found, Hit):
             return getattr(self.found, name)
-        if name == "workspace_id":
-            return self.found["scope"]["workspace_id"]
+        if name in ("project_id", "workspace_id"):
+            return self.found["scope"][name]
         return self.found[name]
 
 
@@ -440,13 +440,12 @@ def related_notes(
             reason = exc.message if isinstance(exc, CodexmemError) else (exc.strerror or str(exc))
             warnings.add("WARN_RELATED_PROJECTS_SKIPPED", f"a related store could not be read: {reason[:160]}")
             continue
-        for rec, relevance in hits:
-            project = rec["scope"]["project_id"]
+        for hit in hits:
+            candidate = Candidate("note", hit, hit.relevance if isinstance(hit, Hit) else 0.0)
+            project = candidate.field("project_id")
             found.append(
-                Candidate(
-                    "note",
-                    rec,
-                    relevance,
+                replace(
+                    candidate,
                     relation_type=source.relation_types[project],
                     all_words=match is None or not match.any_word,
                     project_name=source.names[project],
@@ -468,11 +467,12 @@ def _related_hits(
     match: TextQuery | None,
     note_filter: dict[str, Sequence[str]] | None,
     min_importance: int,
-) -> list[tuple[dict[str, Any], float]]:
+) -> list[dict[str, Any]] | list[Hit]:
+    """Search hits (records parsed only if shown), or the recent high-value records when there is no text."""
     index = store.fresh_index()
     if match is not None:
         where_in = {**(note_filter or {}), "project_id": projects}
-        return index.search([NOTE], match, where_in=where_in, min_importance=min_importance, limit=limit)
+        return index.hits([NOTE], match, where_in=where_in, min_importance=min_importance, limit=limit)
     rows = index.select(
         NOTE,
         where_in={"project_id": projects, "status": LIVE_NOTE_STATES},
@@ -480,7 +480,7 @@ def _related_hits(
         order=BY_VALUE,
         limit=limit,
     )
-    return [(row, 0.0) for row in rows]
+    return rows
 
 
 def related_labels(c: Candidate) -> dict[str, Any]:

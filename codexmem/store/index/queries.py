@@ -187,21 +187,6 @@ class Queries(IndexConnection):
             params.append(before_id)
         return " AND ".join(clauses), params
 
-    def search(
-        self,
-        kinds: Iterable[Kind],
-        query: TextQuery,
-        *,
-        where_in: dict[str, Sequence[Any]] | None = None,
-        min_importance: int | None = None,
-        limit: int = 50,
-    ) -> list[tuple[dict[str, Any], float]]:
-        """Full-text hits as (record data, relevance; higher is better), best first (see :meth:`hits`)."""
-        return [
-            (hit.record, hit.relevance)
-            for hit in self.hits(kinds, query, where_in=where_in, min_importance=min_importance, limit=limit)
-        ]
-
     def hits(
         self,
         kinds: Iterable[Kind],
