@@ -13,7 +13,8 @@ of calls so that both see the same machine load. Figures are printed, never asse
 Columns: record files (every store file but ``events/`` and ``.cache/``), files and event
 shards, each index after its rebuild (the file, after its WAL is checkpointed), the new index
 against the record files, the rebuild's time, and p50 of ``memory_search`` and
-``memory_bootstrap_session`` (each bootstrap's session ended afterwards, untimed).
+``memory_bootstrap_session`` (each bootstrap's session ended afterwards, untimed). Then, per
+size, where the bytes are: each table and index of both files (SQLite's dbstat).
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ def worker(store_path: str) -> int:
             store.index.close()  # checkpoints the WAL into the file
             index = root / ".cache" / "index.sqlite"
             answer["bytes"] = sum(os.path.getsize(f"{index}{s}") for s in ("", "-wal") if os.path.exists(f"{index}{s}"))
+            answer["objects"] = _objects(index)
             store = Store(root)
             store.fresh_index(full=True)
         elif op in ("search", "bootstrap"):
@@ -91,6 +93,20 @@ def worker(store_path: str) -> int:
         out.write(json.dumps(answer) + "\n")
         out.flush()
     return 0
+
+
+def _objects(index: Path) -> dict[str, int]:
+    """Bytes of each table and index of the file (SQLite's dbstat; empty where SQLite lacks it)."""
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{index}?mode=ro", uri=True)
+    try:
+        rows = conn.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name").fetchall()
+    except sqlite3.OperationalError:  # built without SQLITE_ENABLE_DBSTAT_VTAB
+        rows = []
+    finally:
+        conn.close()
+    return {str(name): int(size) for name, size in rows}
 
 
 class Worker:
@@ -203,6 +219,7 @@ def measure(size: int, baseline: Path, rounds: int, seed: int, work: Path) -> di
         for name, w in workers.items():
             answer = w.ask(op="reindex")
             row[f"index_{name}"] = answer["bytes"]
+            row[f"objects_{name}"] = answer.get("objects", {})
             row[f"reindex_{name}"] = answer["seconds"]
             print(
                 f"  {size} notes, {name}: reindex {answer['seconds']:.1f} s, {answer['bytes'] / 1e6:.1f} MB", flush=True
@@ -248,6 +265,22 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def breakdown(row: dict[str, Any], share: float = 0.003) -> str:
+    """Where the bytes are: each table or index over ``share`` of either file, old and new, largest first."""
+    old, new = row["objects_old"], row["objects_new"]
+    if not old and not new:
+        return "(this SQLite has no dbstat: no breakdown)"
+
+    def weight(name: str) -> float:
+        return max(old.get(name, 0) / row["index_old"], new.get(name, 0) / row["index_new"])
+
+    shown = [name for name in set(old) | set(new) if weight(name) > share]
+    lines = [f"| object ({row['notes']:,} notes) | old MB | new MB |", "|---|---:|---:|"]
+    for n in sorted(shown, key=lambda n: (-new.get(n, 0), n)):
+        lines.append(f"| {n} | {old.get(n, 0) / 1e6:.1f} | {new.get(n, 0) / 1e6:.1f} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     if argv is None and len(sys.argv) == 3 and sys.argv[1] == "--worker":
         return worker(sys.argv[2])
@@ -269,6 +302,9 @@ def main(argv: list[str] | None = None) -> int:
         for size in (int(s) for s in args.sizes.split(",") if s.strip()):
             rows.append(measure(size, baseline, args.rounds, args.seed, Path(tmp)))
     print(table(rows))
+    for row in rows:
+        print()
+        print(breakdown(row))
     print(f"\nload average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {args.rounds} calls a side")
     return 0
 
