@@ -164,9 +164,9 @@ def build_site(
     # the collector's thresholds are restored then too. The index is brought up to date first,
     # with the collector on: a rebuild (a new index schema, a deleted cache) makes garbage that
     # only the collector frees (at 5,000 notes the build peaked at 1 GB instead of 190 MB).
-    store.fresh_index(full=True)
+    index = store.fresh_index(full=True)
     with _collector_paused():
-        data = load(store, now=now, cached=not full)
+        data = load(store, index, now=now, cached=not full)
     gc.freeze()
     # Pages make many short-lived objects, freed by reference counting: collect young ones less
     # often (the old collections then come about a tenth as often: 5% of a rebuild's CPU).

@@ -20,6 +20,7 @@ from codexmem.models.channel import COLOR_RE, ChannelSchema
 from codexmem.models.records import HANDOFF_STATUSES, NOTE_STATUSES, NOTE_TYPES
 from codexmem.render.markdown import RECORD_ID_RE, TOKEN_RE, mention_pattern
 from codexmem.render.site.history import DETAILS_CACHE, git_versions, read_details, record_history
+from codexmem.store.index import Index
 from codexmem.store.layout import CHANNEL, HANDOFF, IMPORT, ITEM, KINDS, NOTE, SESSION
 from codexmem.store.store import Store
 from codexmem.timeutil import format_ts, utcnow
@@ -137,14 +138,15 @@ def build_day(moment: datetime | None = None) -> datetime:
     return current.replace(hour=0, minute=0, second=0, microsecond=0)
 
 
-def load(store: Store, *, now: datetime | None = None, cached: bool = True) -> SiteData:
+def load(store: Store, index: Index, *, now: datetime | None = None, cached: bool = True) -> SiteData:
     """Read every record and event once; compute refs, formulas, history and backlinks.
 
-    ``now`` (the time formulas are computed at) defaults to the start of the build's UTC day,
-    never to the latest change: one change must not move every item's age. ``cached``: the
-    events' values of unchanged shards come from ``.cache/site/`` (else every shard is read).
+    ``index`` is the store's, brought up to date by the caller (``store.fresh_index(full=True)``:
+    a full stat scan, run once per build). ``now`` (the time formulas are computed at) defaults
+    to the start of the build's UTC day, never to the latest change: one change must not move
+    every item's age. ``cached``: the events' values of unchanged shards come from
+    ``.cache/site/`` (else every shard is read).
     """
-    index = store.fresh_index(full=True)
     config = store.config
     records = {
         kind.name: {r[kind.id_field]: r for r in index.select(kind, order=[("id", False)])}
