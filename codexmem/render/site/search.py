@@ -32,8 +32,10 @@ import tempfile
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 from codexmem.errors import CodexmemError
+from codexmem.render.site.files import replace_file
 
 PAGEFIND_DIR = "pagefind"
 PARTS_FILE = "parts.json"
@@ -224,12 +226,10 @@ class Indexer:
         _remove_stale(self.bundles, set(self.hashes))
         folders = dict(sorted(self.folders.items()))
         listing = json.dumps({"parts": sorted(self.hashes), "folders": folders}, separators=(",", ":")) + "\n"
-        target = os.path.join(self.bundles, PARTS_FILE)
-        if not os.path.isfile(target) or open(target, encoding="utf-8").read() != listing:  # noqa: SIM115
-            tmp = target + ".tmp"
-            with open(tmp, "w", encoding="utf-8") as fh:
-                fh.write(listing)
-            os.replace(tmp, target)
+        target = Path(self.bundles) / PARTS_FILE
+        raw = listing.encode("utf-8")
+        if not target.is_file() or target.read_bytes() != raw:
+            replace_file(target, raw)
         return dict(sorted(self.hashes.items())), self.report
 
 
