@@ -45,6 +45,7 @@ from typing import Any
 
 from ulid import ULID
 
+from bench.args import note_sizes
 from scripts import bugs_channel
 
 HERE = Path(__file__).resolve().parent
@@ -810,12 +811,12 @@ def working_copy(base: Path, dest: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="1000,10000,50000", help="note counts, comma-separated")
+    parser.add_argument("--sizes", type=note_sizes, default="1000,10000,50000", help="note counts, comma-separated")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--force", action="store_true", help="generate again even if cached")
     parser.add_argument("--durable", action="store_true", help="keep the per-file fsyncs (slower)")
     args = parser.parse_args(argv)
-    for size in (int(s) for s in args.sizes.split(",") if s.strip()):
+    for size in args.sizes:
         if args.force:
             build(size, args.seed, durable=args.durable)
         else:

@@ -284,9 +284,13 @@ def breakdown(row: dict[str, Any], share: float = 0.003) -> str:
 def main(argv: list[str] | None = None) -> int:
     if argv is None and len(sys.argv) == 3 and sys.argv[1] == "--worker":
         return worker(sys.argv[2])
+    from bench.args import note_sizes  # here: a worker runs this file with an older checkout's bench first
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", type=Path, required=True, help="a git worktree of the old commit")
-    parser.add_argument("--sizes", default="1000,10000", help="note counts, comma-separated (e.g. 1000,10000,50000)")
+    parser.add_argument(
+        "--sizes", type=note_sizes, default="1000,10000", help="note counts, comma-separated (e.g. 1000,10000,50000)"
+    )
     parser.add_argument("--rounds", type=int, default=200, help="search and bootstrap calls per size and side")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
@@ -299,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
 
     generate.STORES.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="index-size-", dir=generate.STORES) as tmp:  # hard links: same disk
-        for size in (int(s) for s in args.sizes.split(",") if s.strip()):
+        for size in args.sizes:
             rows.append(measure(size, baseline, args.rounds, args.seed, Path(tmp)))
     print(table(rows))
     for row in rows:

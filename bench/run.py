@@ -52,6 +52,7 @@ import psutil
 from mcp import Client, StdioServerParameters
 
 from bench import cold_start, generate
+from bench.args import note_sizes
 
 HERE = Path(__file__).resolve().parent
 
@@ -751,7 +752,9 @@ def load() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default=None, help="note counts (default 1000,10000,50000; quick: 1000)")
+    parser.add_argument(
+        "--sizes", type=note_sizes, default=None, help="note counts (default 1000,10000,50000; quick: 1000)"
+    )
     parser.add_argument("--calls", type=int, default=None, help="measured calls per tool and size (default 200)")
     parser.add_argument("--cold-runs", type=int, default=None, help="spawns of each server (default 15)")
     parser.add_argument("--idle-samples", type=int, default=None, help="calls after an idle interval, per run (2)")
@@ -762,7 +765,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tools-only", action="store_true", help="only the tools through stdio (development)")
     args = parser.parse_args(argv)
     quick = args.quick
-    sizes = [int(s) for s in (args.sizes or ("1000" if quick else "1000,10000,50000")).split(",") if s.strip()]
+    sizes = args.sizes or ([1000] if quick else [1000, 10000, 50000])
     calls = args.calls or (20 if quick else 200)
     cold_runs = args.cold_runs or (3 if quick else 15)
     idle = args.idle_samples if args.idle_samples is not None else (1 if quick else 2)

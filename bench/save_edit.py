@@ -30,6 +30,7 @@ from typing import Any
 
 from mcp import Client, StdioServerParameters
 
+from bench.args import note_sizes
 from bench.run import OWNERS, STATUSES, _note_args, _scope_of, pct
 
 HERE = Path(__file__).resolve().parent.parent
@@ -158,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", required=True, type=Path, help="an older checkout with its own .venv")
     parser.add_argument("--current", type=Path, default=HERE, help="the checkout to compare (default: this one)")
-    parser.add_argument("--sizes", default="1000,10000", help="note counts, comma-separated")
+    parser.add_argument("--sizes", type=note_sizes, default="1000,10000", help="note counts, comma-separated")
     parser.add_argument("--calls", type=int, default=200, help="measured saves and edits per side and size")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
@@ -166,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"load average before: {load()}", flush=True)
     rows = []
     with tempfile.TemporaryDirectory(prefix="codexmem-save-edit-") as tmp:
-        for size in (int(s) for s in args.sizes.split(",") if s.strip()):
+        for size in args.sizes:
             sides = [
                 Side("baseline", baseline, interpreter(baseline)),
                 Side("current", current, interpreter(current)),

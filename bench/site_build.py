@@ -40,6 +40,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from bench.args import note_sizes
 from codexmem.models.records import Handoff, ImportAudit, Item, Note, ScopeRef, Session
 from codexmem.render.site import build_site
 from codexmem.store.layout import CHANNEL, HANDOFF, IMPORT, ITEM, NOTE, SESSION
@@ -415,7 +416,9 @@ def _timed(page: Any, action: str) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--sizes", default="1000,5000,10000", help="note counts (each with as many items)")
+    parser.add_argument(
+        "--sizes", type=note_sizes, default="1000,5000,10000", help="note counts (each with as many items)"
+    )
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it (default: a temporary one)")
     parser.add_argument("--no-browser", action="store_true", help="skip the Chromium measurement")
     parser.add_argument(
@@ -437,7 +440,7 @@ def main() -> int:
     rows = []
     browser: dict[str, Any] = {}
     try:
-        sizes = [int(s) for s in args.sizes.split(",")]
+        sizes = args.sizes
         for size in sizes:
             root = work / f"store-{size}"
             if not (root / "codexmem.yaml").is_file():
