@@ -135,9 +135,9 @@ class Ingestion(IndexConnection):
             rel.rsplit("/", 1)[0],
             int(data.get("version", 1)),
             cols["system_id"],
-            cols["project_id"],
-            cols["workspace_id"],
-            cols["session_id"],
+            self._code(conn, cols["project_id"]),
+            self._code(conn, cols["workspace_id"]),
+            self._code(conn, cols["session_id"]),
             cols["status"],
             cols["type"],
             cols["importance"],
@@ -193,6 +193,16 @@ class Ingestion(IndexConnection):
             self._set_keys(conn, rowid, dedupe_keys(kind, data), row is not None)
         if racy(st.st_mtime_ns):
             conn.execute("INSERT OR IGNORE INTO recheck(path) VALUES (?)", (rel,))
+
+    @staticmethod
+    def _code(conn: sqlite3.Connection, name: str | None) -> int | None:
+        """The number a project, workspace or session id is kept as (schema.SCOPE_CODES), given on first use."""
+        if name is None:
+            return None
+        row = conn.execute("SELECT code FROM names WHERE name=?", (name,)).fetchone()
+        if row is None:
+            return conn.execute("INSERT INTO names(name) VALUES (?)", (name,)).lastrowid
+        return int(row[0])
 
     @staticmethod
     def _delete_texts(

@@ -12,10 +12,12 @@ from typing import Any
 
 from codexmem.store.index.base import IndexConnection
 from codexmem.store.index.ingest import BadFile
-from codexmem.store.index.schema import FTS_TABLES, SEQ_FACTOR, check_col, content_hash, unpack_data
+from codexmem.store.index.schema import FTS_TABLES, SCOPE_CODES, SEQ_FACTOR, check_col, content_hash, unpack_data
 from codexmem.store.layout import Kind
 
 _DATA_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
+NO_CODE = -1
+"""Stands for a name the index has no number for (codes start at 1): it matches no record."""
 
 
 @dataclass(frozen=True)
@@ -148,9 +150,18 @@ class Queries(IndexConnection):
     def distinct(self, kind: Kind, column: str, *, where: dict[str, Any] | None = None) -> list[Any]:
         check_col(column)
         sql, params = self._where(kind, where, None, None, None, None)
+        value = f"(SELECT name FROM names WHERE code = records.{column})" if column in SCOPE_CODES else column
         with self._mutex:
-            rows = self.conn.execute(f"SELECT DISTINCT {column} FROM records WHERE {sql}", params).fetchall()
+            rows = self.conn.execute(f"SELECT DISTINCT {value} FROM records WHERE {sql}", params).fetchall()
         return [r[0] for r in rows]
+
+    def _coded(self, col: str, value: Any) -> Any:
+        """A filter's value as the column holds it: a scope's id as its number (schema.SCOPE_CODES)."""
+        if col not in SCOPE_CODES or value is None:
+            return value
+        with self._mutex:
+            row = self.conn.execute("SELECT code FROM names WHERE name=?", (value,)).fetchone()
+        return int(row[0]) if row else NO_CODE
 
     def _where(
         self,
@@ -165,8 +176,13 @@ class Queries(IndexConnection):
         params: list[Any] = [kind.name]
         for col, value in (where or {}).items():
             check_col(col)
-            clauses.append(f"{col} IS ?")
-            params.append(value)
+            # = rather than IS for a value: the partial indexes (see schema.SCHEMA) serve only a query
+            # that compares their column with =, IN or the like, which is never true of NULL.
+            if value is None:
+                clauses.append(f"{col} IS NULL")
+            else:
+                clauses.append(f"{col} = ?")
+                params.append(self._coded(col, value))
         for col, values in (where_in or {}).items():
             check_col(col)
             values = list(values)
@@ -174,11 +190,11 @@ class Queries(IndexConnection):
                 clauses.append("0")
                 continue
             clauses.append(f"{col} IN ({','.join('?' * len(values))})")
-            params.extend(values)
+            params.extend(self._coded(col, v) for v in values)
         for col, value in (where_not or {}).items():
             check_col(col)
             clauses.append(f"{col} IS NOT ?")
-            params.append(value)
+            params.append(self._coded(col, value))
         if min_importance is not None:
             clauses.append("importance >= ?")
             params.append(min_importance)
@@ -221,7 +237,7 @@ class Queries(IndexConnection):
             if not values:
                 return []
             filters += f" AND r.{col} IN ({','.join('?' * len(values))})"
-            filter_params.extend(values)
+            filter_params.extend(self._coded(col, v) for v in values)
         if min_importance is not None:
             filters += " AND (r.kind != 'note' OR r.importance >= ?)"
             filter_params.append(min_importance)
@@ -246,8 +262,9 @@ class Queries(IndexConnection):
                 {
                     row[0]: row[1:]
                     for row in self.conn.execute(
-                        "SELECT rowid, id, project_id, workspace_id, status, importance, created_at, type, data"
-                        f" FROM records WHERE rowid IN ({','.join('?' * len(hits))})",
+                        "SELECT r.rowid, r.id, p.name, w.name, r.status, r.importance, r.created_at, r.type, r.data"
+                        " FROM records r LEFT JOIN names p ON p.code = r.project_id"
+                        f" LEFT JOIN names w ON w.code = r.workspace_id WHERE r.rowid IN ({','.join('?' * len(hits))})",
                         [h[0] for h in hits],
                     )
                 }

@@ -11,7 +11,7 @@ from typing import Any
 
 from codexmem.store.layout import CHANNEL, CHANNELS_DIR, HANDOFF, IMPORT, ITEM, ITEMS_DIR, NOTE, SCHEMA_FILE, Kind
 
-SCHEMA_VERSION = 18
+SCHEMA_VERSION = 19
 
 
 SEQ_FACTOR = 10_000_000_000  # public sequence = epoch * SEQ_FACTOR + local sequence
@@ -27,7 +27,7 @@ CREATE TABLE records(
   rowid INTEGER PRIMARY KEY,
   kind TEXT NOT NULL, id TEXT NOT NULL, channel TEXT, path TEXT NOT NULL, dir TEXT NOT NULL,
   version INTEGER NOT NULL,
-  system_id TEXT, project_id TEXT, workspace_id TEXT, session_id TEXT,
+  system_id TEXT, project_id INTEGER, workspace_id INTEGER, session_id INTEGER,
   status TEXT, type TEXT, importance INTEGER, source TEXT,
   created_at TEXT, updated_at TEXT,
   inode INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL, hash TEXT NOT NULL,
@@ -36,18 +36,31 @@ CREATE TABLE records(
 );
 -- One index per query shape the tools issue, so that each answers from the index in order and
 -- stops at its LIMIT instead of sorting every record of a kind (see the planner notes below):
--- newest of a workspace / of a project (handoffs: bootstrap, get_recent), with a status
--- (open handoffs), most important then newest (high-value notes), by session (idle recovery,
--- dedupe), sessions of a workspace by status, records of a folder (scans). Items of a channel, in id order,
--- are read from the UNIQUE(kind, channel, id) index (schema 16 had a second, identical one).
-CREATE INDEX records_ws_time ON records(kind, project_id, workspace_id, created_at, id);
-CREATE INDEX records_proj_time ON records(kind, project_id, created_at, id);
-CREATE INDEX records_ws_status ON records(kind, project_id, workspace_id, status, created_at, id);
-CREATE INDEX records_proj_status ON records(kind, project_id, status, created_at, id);
-CREATE INDEX records_ws_value ON records(kind, project_id, workspace_id, importance, created_at, id);
-CREATE INDEX records_proj_value ON records(kind, project_id, importance, created_at, id);
-CREATE INDEX records_session ON records(session_id, kind, updated_at);
-CREATE INDEX records_status_ws ON records(kind, status, workspace_id, created_at);
+-- newest of a workspace / of a project (handoffs: bootstrap, get_recent), with a status (open
+-- handoffs), most important then newest (high-value notes), by session (its last change for idle
+-- recovery, its notes oldest first for a recovery handoff), sessions of a workspace by status,
+-- records of a folder (scans). Items of a channel, in id order, are read from the
+-- UNIQUE(kind, channel, id) index (schema 16 had a second, identical one).
+-- Schema 19 made them smaller (figures: SCOPE_CODES):
+-- * project_id, workspace_id and session_id are numbers (names: SCOPE_CODES);
+-- * the ORDER BY's last key, id, is not in them: the index gives created_at's order and SQLite
+--   sorts each run of equal times by id as it reads ("USE TEMP B-TREE FOR RIGHT PART OF ORDER
+--   BY"), stopping at the LIMIT, so the order is the same and ties cost only their own rows;
+-- * they hold only the records that have the scope they are searched by (partial indexes): items
+--   and channels have none. A query names the scope with = or IN, which is what lets SQLite
+--   use them (``project_id IS ?`` would not: see Queries._where; tests/test_index_plans.py).
+CREATE INDEX records_ws_time ON records(kind, project_id, workspace_id, created_at) WHERE project_id IS NOT NULL;
+CREATE INDEX records_proj_time ON records(kind, project_id, created_at) WHERE project_id IS NOT NULL;
+CREATE INDEX records_ws_status ON records(kind, project_id, workspace_id, status, created_at)
+  WHERE project_id IS NOT NULL;
+CREATE INDEX records_proj_status ON records(kind, project_id, status, created_at) WHERE project_id IS NOT NULL;
+CREATE INDEX records_ws_value ON records(kind, project_id, workspace_id, importance, created_at)
+  WHERE project_id IS NOT NULL;
+CREATE INDEX records_proj_value ON records(kind, project_id, importance, created_at) WHERE project_id IS NOT NULL;
+CREATE INDEX records_session ON records(session_id, kind, updated_at) WHERE session_id IS NOT NULL;
+CREATE INDEX records_session_time ON records(session_id, kind, created_at) WHERE session_id IS NOT NULL;
+CREATE INDEX records_status_ws ON records(kind, status, workspace_id, created_at)
+  WHERE workspace_id IS NOT NULL;
 CREATE INDEX records_dir ON records(dir, path, inode, mtime_ns, size);
 -- A path is looked up with its folder (dir=? AND path=?), by records_dir: up to schema 17 a UNIQUE
 -- index on path alone kept every path a second time (3.7 MB at 50,000 notes); a path is unique
@@ -80,6 +93,8 @@ CREATE TABLE bad_files(
   path TEXT PRIMARY KEY, dir TEXT NOT NULL, inode INTEGER, mtime_ns INTEGER, size INTEGER, problem TEXT NOT NULL
 );
 CREATE TABLE watch(key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+-- The names that records.project_id, workspace_id and session_id hold as numbers (see SCOPE_CODES).
+CREATE TABLE names(code INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
 CREATE TABLE shards(
   path TEXT PRIMARY KEY, size INTEGER NOT NULL, consumed INTEGER NOT NULL, mtime_ns INTEGER NOT NULL DEFAULT 0
 );
@@ -137,17 +152,19 @@ SCHEMA = _SCHEMA.format(
 
 PLANNER_STATS: dict[tuple[str, str], str] = {
     ("records", "sqlite_autoindex_records_1"): "1000000 200000 100000 1",
-    ("records", "records_ws_time"): "1000000 200000 50000 10000 1 1",
-    ("records", "records_proj_time"): "1000000 200000 50000 1 1",
-    ("records", "records_ws_status"): "1000000 200000 50000 10000 3000 1 1",
-    ("records", "records_proj_status"): "1000000 200000 50000 15000 1 1",
-    ("records", "records_ws_value"): "1000000 200000 50000 10000 2000 1 1",
-    ("records", "records_proj_value"): "1000000 200000 50000 10000 1 1",
+    ("records", "records_ws_time"): "1000000 200000 50000 10000 1",
+    ("records", "records_proj_time"): "1000000 200000 50000 1",
+    ("records", "records_ws_status"): "1000000 200000 50000 10000 3000 1",
+    ("records", "records_proj_status"): "1000000 200000 50000 15000 1",
+    ("records", "records_ws_value"): "1000000 200000 50000 10000 2000 1",
+    ("records", "records_proj_value"): "1000000 200000 50000 10000 1",
     ("records", "records_session"): "1000000 8 3 1",
+    ("records", "records_session_time"): "1000000 8 3 1",
     ("records", "records_status_ws"): "1000000 200000 60000 10000 1",
     ("records", "records_dir"): "1000000 100000 1 1 1 1",
     ("records", "records_search"): "1000000 1 1 1 1 1 1 1",
     ("record_keys", "record_keys"): "1000000 2 1",
+    ("names", "sqlite_autoindex_names_1"): "1000 1",
     ("record_keys", "record_keys_rid"): "1000000 2",
     ("events", "sqlite_autoindex_events_1"): "1000000 1",
     ("events", "events_record"): "1000000 200000 3 1",
@@ -252,6 +269,13 @@ def fts_texts(kind: Kind, data: dict[str, Any]) -> tuple[str, str, str] | None:
         return data["task"], data["summary"], extra
     return None
 
+
+SCOPE_CODES = frozenset({"project_id", "workspace_id", "session_id"})
+"""Query columns that hold a number for a name (table ``names``), given once per index: a project,
+workspace or session id is 14-31 characters, on every record and in up to seven of its indexes. With the
+indexes' ``id`` left out and items kept out of them (see SCHEMA), at 50,000 notes the index
+went from 224.7 MB (schema 18) to MEASURED (``bench/index_size.py``). Queries take and give names:
+``Queries`` turns them into numbers and back, ``Ingest`` adds new ones."""
 
 NOT_QUERIED = frozenset({"path", "dir", "inode", "mtime_ns", "size", "hash", "data"})
 RECORD_COLUMNS = (
