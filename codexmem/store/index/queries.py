@@ -155,13 +155,18 @@ class Queries(IndexConnection):
             rows = self.conn.execute(f"SELECT DISTINCT {value} FROM records WHERE {sql}", params).fetchall()
         return [r[0] for r in rows]
 
-    def _coded(self, col: str, value: Any) -> Any:
-        """A filter's value as the column holds it: a scope's id as its number (schema.SCOPE_CODES)."""
-        if col not in SCOPE_CODES or value is None:
-            return value
+    def _coded(self, col: str, values: Sequence[Any]) -> list[Any]:
+        """Filter values as the column holds them: scope ids as their numbers (schema.SCOPE_CODES), in one query."""
+        if col not in SCOPE_CODES:
+            return list(values)
+        names = [v for v in values if v is not None]
+        if not names:
+            return list(values)
         with self._mutex:
-            row = self.conn.execute("SELECT code FROM names WHERE name=?", (value,)).fetchone()
-        return int(row[0]) if row else NO_CODE
+            codes = dict(
+                self.conn.execute(f"SELECT name, code FROM names WHERE name IN ({','.join('?' * len(names))})", names)
+            )
+        return [None if v is None else codes.get(v, NO_CODE) for v in values]
 
     def _where(
         self,
@@ -182,7 +187,7 @@ class Queries(IndexConnection):
                 clauses.append(f"{col} IS NULL")
             else:
                 clauses.append(f"{col} = ?")
-                params.append(self._coded(col, value))
+                params.extend(self._coded(col, [value]))
         for col, values in (where_in or {}).items():
             check_col(col)
             values = list(values)
@@ -190,11 +195,11 @@ class Queries(IndexConnection):
                 clauses.append("0")
                 continue
             clauses.append(f"{col} IN ({','.join('?' * len(values))})")
-            params.extend(self._coded(col, v) for v in values)
+            params.extend(self._coded(col, values))
         for col, value in (where_not or {}).items():
             check_col(col)
             clauses.append(f"{col} IS NOT ?")
-            params.append(self._coded(col, value))
+            params.extend(self._coded(col, [value]))
         if min_importance is not None:
             clauses.append("importance >= ?")
             params.append(min_importance)
@@ -237,7 +242,7 @@ class Queries(IndexConnection):
             if not values:
                 return []
             filters += f" AND r.{col} IN ({','.join('?' * len(values))})"
-            filter_params.extend(self._coded(col, v) for v in values)
+            filter_params.extend(self._coded(col, values))
         if min_importance is not None:
             filters += " AND (r.kind != 'note' OR r.importance >= ?)"
             filter_params.append(min_importance)
