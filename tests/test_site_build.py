@@ -560,7 +560,7 @@ def test_progress_goes_to_a_terminal_only_on_large_builds(fx: Fixture, tmp_path:
     with redirect_stdout(io.StringIO()):
         build_site(fx.store, tmp_path / "a", now=BUILD_NOW, search=False, progress_stream=stream)
     assert stream.getvalue() == ""  # about 60 pages: too small for a bar
-    from codexmem.render.site.build import Progress
+    from codexmem.progress import Progress
 
     bar = Progress(400, stream)
     for _ in range(400):

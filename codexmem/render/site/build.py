@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from codexmem.errors import CodexmemError
+from codexmem.progress import Progress
 from codexmem.render.markdown import highlight_css
 from codexmem.render.site.data import SiteData, load
 from codexmem.render.site.feed import FEED_PATH, feed_context, render_feed
@@ -217,7 +218,7 @@ def _build(
     indexer = Indexer(str(out), {} if full else manifest.get("search", {})) if search else None
     writer = _Writer(out, previous, report, indexer)
     jobs = plan(data, generator)
-    bar = Progress(len(jobs), progress_stream)
+    bar = Progress(len(jobs), progress_stream, bar_from=PROGRESS_MIN_PAGES, lines_from=LARGE_BUILD_PAGES)
     rows = _RowRenderers(envs)
     # Workers pay off when most pages are rendered (a first build, --full, or new templates or
     # code, which change every page's inputs). When few pages changed, the build is mostly
@@ -556,41 +557,3 @@ def _save_manifest(
 
 def _remove_tree(folder: Path) -> None:
     shutil.rmtree(folder, ignore_errors=True)
-
-
-# ------------------------------------------------------------------ progress
-
-
-class Progress:
-    """A self-drawn bar on stderr: redrawn on a terminal, a line per quarter on large piped builds."""
-
-    WIDTH = 30
-
-    def __init__(self, total: int, stream: TextIO | None) -> None:
-        self.total = total
-        self.count = 0
-        self.stream = stream
-        tty = bool(stream is not None and stream.isatty())
-        self.mode = "bar" if tty and total >= PROGRESS_MIN_PAGES else "lines" if total >= LARGE_BUILD_PAGES else ""
-        if stream is None:
-            self.mode = ""
-        self._next_line = total // 4
-
-    def step(self) -> None:
-        self.count += 1
-        if self.mode == "bar" and (self.count % 50 == 0 or self.count == self.total):
-            filled = self.WIDTH * self.count // max(self.total, 1)
-            bar = "#" * filled + "." * (self.WIDTH - filled)
-            self._emit(f"\rrendering [{bar}] {self.count:,}/{self.total:,} pages")
-        elif self.mode == "lines" and self.count >= self._next_line and self.count < self.total:
-            self._emit(f"rendered {self.count:,}/{self.total:,} pages\n")
-            self._next_line += self.total // 4
-
-    def done(self) -> None:
-        if self.mode == "bar":
-            self._emit("\n")
-
-    def _emit(self, text: str) -> None:
-        assert self.stream is not None
-        self.stream.write(text)
-        self.stream.flush()

@@ -9,6 +9,7 @@ import sqlite3
 import stat as stat_mod
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from codexmem.store import events as ev
@@ -56,7 +57,10 @@ class Ingestion(IndexConnection):
         follow creation (search ranks the newest candidates first)."""
         touched: list[str] = []
         linked: dict[str, bool] = {}
-        for rel in sorted(set(paths)):
+        ordered = sorted(set(paths))
+        for done, rel in enumerate(ordered):
+            if self.on_progress is not None:
+                self.on_progress("files", done, len(ordered))
             folder = rel.rsplit("/", 1)[0]
             row = conn.execute(
                 "SELECT inode, mtime_ns, size FROM records WHERE dir=? AND path=?", (folder, rel)
@@ -78,6 +82,8 @@ class Ingestion(IndexConnection):
                 continue
             self._load_file(conn, rel, st, report)
             touched.append(rel)
+        if self.on_progress is not None and ordered:
+            self.on_progress("files", len(ordered), len(ordered))
         return touched
 
     def _load_file(self, conn: sqlite3.Connection, rel: str, st: os.stat_result, report: ScanReport) -> None:
@@ -266,6 +272,7 @@ class Ingestion(IndexConnection):
         known = {row[0]: (row[1], row[2], row[3]) for row in rows}
         listed = ev.list_shards(self.layout.events)
         touched: set[tuple[str, str]] = set()
+        to_read: list[tuple[str, Path, os.stat_result, int]] = []
         for rel, path in listed:
             try:
                 st = os.stat(path)
@@ -278,9 +285,15 @@ class Ingestion(IndexConnection):
             if (git_moved and st.st_mtime_ns != mtime) or st.st_size < start:
                 start = 0  # rewritten (a checkout of another branch): read it again, dedupe by id
                 touched |= self._set_absent(conn, rel)
+            to_read.append((rel, path, st, start))
+        total_kib = sum(max(st.st_size - start, 0) for _, _, st, start in to_read) // 1024
+        read = 0
+        for rel, path, st, start in to_read:
             end = start
             sid = self._shard_id(conn, rel)
             for line in ev.read_lines(path, start):
+                if self.on_progress is not None:
+                    self.on_progress("events", (read + line.end - start) // 1024, total_kib)
                 end = line.end
                 if line.event is not None:
                     touched.add((line.event["kind"], line.event["id"]))
@@ -290,11 +303,14 @@ class Ingestion(IndexConnection):
                 "INSERT OR REPLACE INTO shards(path, size, consumed, mtime_ns) VALUES (?,?,?,?)",
                 (rel, st.st_size, end, st.st_mtime_ns),
             )
+            read += max(end - start, 0)
         gone = set(known) - {rel for rel, _ in listed}
         for rel in sorted(gone):
             touched |= self._set_absent(conn, rel)
         conn.executemany("DELETE FROM shards WHERE path=?", [(rel,) for rel in sorted(gone)])
-        for kind, rid in sorted(touched):
+        for done, (kind, rid) in enumerate(sorted(touched)):
+            if self.on_progress is not None:
+                self.on_progress("histories", done, len(touched))
             self._recompute_heads(conn, kind, rid)
 
     @staticmethod
