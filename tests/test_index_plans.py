@@ -10,6 +10,7 @@ ran (with its real values) and fails on a full scan of records or a sort of all 
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -96,12 +97,14 @@ def test_the_tools_queries_read_their_indexes(tmp_path: Path) -> None:
     retrieval.get_recent(store, warnings, scope=ref(scope), include_related_projects=True)
     retrieval.related_notes(store, ref(scope), warnings, limit=5)
     lifecycle.end_session(store, NOW, warnings, session_id=sid)
-    later = NOW.replace(year=NOW.year + 1)
+    # A day on (never past the real clock: ids made for a time to come would make later ids follow them).
+    later = NOW + timedelta(days=1)
     retrieval.bootstrap_session(store, later, warnings, cwd=str(clone))  # recovers the clone's idle session
     store.index.conn.set_trace_callback(None)
 
     read = [sql for sql in statements if " records" in sql and sql.lstrip().upper().startswith("SELECT")]
     assert len(read) >= 20, read  # the calls above did run their queries
     assert any("project_id = " in sql for sql in read) and any("workspace_id = " in sql for sql in read)
+    assert any("session_id = " in sql and "ORDER BY created_at ASC" in sql for sql in read)  # a recovery ran
     bad = bad_steps(store, statements)
     assert not bad, "\n".join(f"{sql}\n    {plan}" for sql, plan in bad)

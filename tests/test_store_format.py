@@ -9,6 +9,7 @@ lines inside Markdown, trailing newlines, emoji and bidirectional marks.
 from __future__ import annotations
 
 import importlib.util
+import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,7 @@ from codexmem.models.records import (
     ScopeRef,
     Session,
 )
-from codexmem.store.ids import check_record_id, new_id
+from codexmem.store.ids import IdMaker, check_record_id, new_id
 from codexmem.store.layout import CHANNEL, HANDOFF, IMPORT, ITEM, NOTE, SESSION, Kind, Layout
 from codexmem.store.recordfile import parse, serialize, validate_record
 from codexmem.store.yamlio import MAX_YAML_BYTES, YamlError, dump_yaml, load_yaml
@@ -615,6 +616,29 @@ def test_good_ids_map_to_one_file_inside_the_store(tmp_path: Path) -> None:
     assert layout.path(ITEM, item_id, "bugs") == tmp_path / "channels" / "bugs" / "items" / f"{item_id}.yaml"
     assert layout.identify(tmp_path / "notes" / "README.md") is None
     assert layout.identify(tmp_path.parent / "elsewhere.md") is None
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_does_not_go_on_from_its_parents_last_id() -> None:
+    """A maker bumps its last id by one when the clock is behind it (here: an id made for a time
+    to come). Two processes forked from one parent must not both do that: same id, two records."""
+    maker = IdMaker()
+    maker.new("note", "2999-01-01T00:00:00.000Z")
+    made = []
+    for _ in range(2):
+        rfd, wfd = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child
+            try:
+                os.write(wfd, maker.new("note").encode())
+            finally:
+                os._exit(0)
+        os.close(wfd)
+        made.append(os.read(rfd, 100).decode())
+        os.close(rfd)
+        os.waitpid(pid, 0)
+    assert len(set(made)) == 2 and all(check_record_id(m, "note") for m in made)
+    assert maker.new("note") not in made  # the parent goes on from its own last id
 
 
 def test_a_record_whose_id_does_not_match_its_file_name_is_refused(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ import hashlib
 import os
 import re
 import threading
+import weakref
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
@@ -30,6 +31,9 @@ _SLUG_RE = re.compile(r"[^a-z0-9]+")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
+_MAKERS: weakref.WeakSet[IdMaker] = weakref.WeakSet()
+
+
 class IdMaker:
     """Makes ``<prefix>_<ULID>`` ids whose time part is the moment of the write they belong to.
 
@@ -40,6 +44,13 @@ class IdMaker:
 
     def __init__(self, randbytes: Callable[[int], bytes] = os.urandom) -> None:
         self._randbytes = randbytes
+        self._lock = threading.Lock()
+        self._last = 0
+        _MAKERS.add(self)
+
+    def _forget(self) -> None:
+        """In a forked child: start afresh. Two children that went on from their parent's last id
+        would both bump it by one (when the clock is behind it) and make the same id."""
         self._lock = threading.Lock()
         self._last = 0
 
@@ -56,6 +67,15 @@ class IdMaker:
                 value = self._last + 1
             self._last = value
         return f"{prefix}_{ULID.from_int(value)}"
+
+
+def _forget_all() -> None:
+    for maker in list(_MAKERS):
+        maker._forget()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_all)
 
 
 DEFAULT_IDS = IdMaker()
