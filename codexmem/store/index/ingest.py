@@ -201,13 +201,15 @@ class Ingestion(IndexConnection):
             conn.execute("INSERT OR IGNORE INTO recheck(path) VALUES (?)", (rel,))
 
     @staticmethod
-    def _code(conn: sqlite3.Connection, name: str | None) -> int | None:
-        """The number a project, workspace or session id is kept as (schema.SCOPE_CODES), given on first use."""
+    def _code(conn: sqlite3.Connection, name: str | None, *, table: str = "names") -> int | None:
+        """The number a name is kept as, given on first use: a project, workspace or session id in
+        records (``names``, schema.SCOPE_CODES), a shard's path in events (``shard_ids``)."""
         if name is None:
             return None
-        row = conn.execute("SELECT code FROM names WHERE name=?", (name,)).fetchone()
+        assert table in ("names", "shard_ids")  # SQL is never built from input
+        row = conn.execute(f"SELECT code FROM {table} WHERE name=?", (name,)).fetchone()
         if row is None:
-            return conn.execute("INSERT INTO names(name) VALUES (?)", (name,)).lastrowid
+            return conn.execute(f"INSERT INTO {table}(name) VALUES (?)", (name,)).lastrowid
         return int(row[0])
 
     @staticmethod
@@ -290,7 +292,7 @@ class Ingestion(IndexConnection):
         read = 0
         for rel, path, st, start in to_read:
             end = start
-            sid = self._shard_id(conn, rel)
+            sid = self._code(conn, rel, table="shard_ids")
             for line in ev.read_lines(path, start):
                 if self.on_progress is not None:
                     self.on_progress("events", (read + line.end - start) // 1024, total_kib)
@@ -313,19 +315,9 @@ class Ingestion(IndexConnection):
                 self.on_progress("histories", done, len(touched))
             self._recompute_heads(conn, kind, rid)
 
-    @staticmethod
-    def _shard_id(conn: sqlite3.Connection, rel: str) -> int:
-        """The number that stands for a shard's path in ``events.shard`` (given on first use)."""
-        row = conn.execute("SELECT sid FROM shard_ids WHERE path=?", (rel,)).fetchone()
-        if row is not None:
-            return int(row[0])
-        sid = conn.execute("INSERT INTO shard_ids(path) VALUES (?)", (rel,)).lastrowid
-        assert sid is not None  # an INSERT into a rowid table always gives one
-        return sid
-
     def _set_absent(self, conn: sqlite3.Connection, rel: str) -> set[tuple[str, str]]:
         """The events of a shard that went away (or is read again) are absent until seen; their records."""
-        shard = self._shard_id(conn, rel)
+        shard = self._code(conn, rel, table="shard_ids")
         records = {
             (r[0], r[1]) for r in conn.execute("SELECT kind, id FROM events WHERE shard=? AND present=1", (shard,))
         }
@@ -459,7 +451,7 @@ class Ingestion(IndexConnection):
         row = conn.execute("SELECT consumed FROM shards WHERE path=?", (rel,)).fetchone()
         previous = row[0] if row else 0
         path = self.layout.events / rel
-        sid = self._shard_id(conn, rel)
+        sid = self._code(conn, rel, table="shard_ids")
         if previous + len(appended) == size:  # nothing but our lines since the index last read it
             for event in events:
                 self.insert_event(conn, event, shard=sid)

@@ -11,7 +11,7 @@ from typing import Any
 
 from codexmem.store.layout import CHANNEL, CHANNELS_DIR, HANDOFF, IMPORT, ITEM, ITEMS_DIR, NOTE, SCHEMA_FILE, Kind
 
-SCHEMA_VERSION = 19
+SCHEMA_VERSION = 20
 
 
 SEQ_FACTOR = 10_000_000_000  # public sequence = epoch * SEQ_FACTOR + local sequence
@@ -109,9 +109,10 @@ CREATE TABLE events(
   channel TEXT, type TEXT NOT NULL, version INTEGER NOT NULL, changed TEXT NOT NULL, parents TEXT,
   idempotency_key TEXT, fingerprint TEXT, shard INTEGER, present INTEGER NOT NULL DEFAULT 1
 );
--- An event's shard is a number (shard_ids): up to schema 17 each event and its events_shard entry
--- held the shard's path (32 characters): 6.4 MB of 285 at 50,000 notes.
-CREATE TABLE shard_ids(sid INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE);
+-- An event's shard is a number (its path's in shard_ids, a table shaped as ``names``, numbered on
+-- its own so that a rebuild numbers both as the writes did): up to schema 17 each event and its
+-- events_shard entry held the shard's path (32 characters): 6.4 MB of 285 at 50,000 notes.
+CREATE TABLE shard_ids(code INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
 CREATE INDEX events_record ON events(kind, id, version);
 CREATE INDEX events_channel ON events(channel, seq);
 CREATE INDEX events_shard ON events(shard, present);
