@@ -252,9 +252,7 @@ class Freshness(Ingestion):
             except (FileNotFoundError, NotADirectoryError):
                 conn.execute("DELETE FROM recheck WHERE path=?", (rel,))
                 continue  # gone: its folder moved, and was reconciled
-            row = conn.execute(
-                "SELECT hash FROM records WHERE dir=? AND path=?", (rel.rsplit("/", 1)[0], rel)
-            ).fetchone()
+            row = self._row_at(conn, "hash", rel)
             same = False
             if row is not None and is_regular(st):
                 try:

@@ -62,9 +62,7 @@ class Ingestion(IndexConnection):
             if self.on_progress is not None:
                 self.on_progress("files", done, len(ordered))
             folder = rel.rsplit("/", 1)[0]
-            row = conn.execute(
-                "SELECT inode, mtime_ns, size FROM records WHERE dir=? AND path=?", (folder, rel)
-            ).fetchone()
+            row = self._row_at(conn, "inode, mtime_ns, size", rel)
             bad = conn.execute("SELECT inode, mtime_ns, size FROM bad_files WHERE path=?", (rel,)).fetchone()
             if folder not in linked:
                 linked[folder] = symlink_below(self.layout.root, self.layout.root / folder) is not None
@@ -85,6 +83,15 @@ class Ingestion(IndexConnection):
         if self.on_progress is not None and ordered:
             self.on_progress("files", len(ordered), len(ordered))
         return touched
+
+    @staticmethod
+    def _row_at(conn: sqlite3.Connection, columns: str, rel: str) -> tuple[Any, ...] | None:
+        """These columns of the record at a store path, looked up with its folder (index records_dir:
+        a path has no index of its own since schema 18)."""
+        row: tuple[Any, ...] | None = conn.execute(
+            f"SELECT {columns} FROM records WHERE dir=? AND path=?", (rel.rsplit("/", 1)[0], rel)
+        ).fetchone()
+        return row
 
     def _load_file(self, conn: sqlite3.Connection, rel: str, st: os.stat_result, report: ScanReport) -> None:
         ident = identify_relpath(rel)
@@ -247,9 +254,7 @@ class Ingestion(IndexConnection):
             self._set_keys(conn, rowid, dedupe_keys(ITEM, json.loads(unpack_data(data)), fields), True)
 
     def _remove_path(self, conn: sqlite3.Connection, rel: str, report: ScanReport) -> None:
-        row = conn.execute(
-            "SELECT rowid, kind, data FROM records WHERE dir=? AND path=?", (rel.rsplit("/", 1)[0], rel)
-        ).fetchone()
+        row = self._row_at(conn, "rowid, kind, data", rel)
         if row is None:
             return
         tables = FTS_TABLES.get(row[1], ())
