@@ -121,3 +121,60 @@ def test_words_in_the_title_or_tags_rank_first(tmp_path: Path) -> None:
         ("another job", 1.0),  # the newer of the two body-only matches first
         ("nightly job", 1.0),
     ]
+
+
+def test_stems_are_listed_once_not_indexed_twice(store: Store) -> None:
+    index = store.fresh_index()
+    tables = {name for (name,) in index.conn.execute("SELECT name FROM sqlite_schema WHERE type='table'")}
+    assert {"fts", "fts_handoffs", "stems"} <= tables
+    assert not {"fts_stem", "fts_handoffs_stem"} & tables
+    stems = dict(index.conn.execute("SELECT word, stem FROM stems"))
+    # Words whose stem is another word, as SQLite's porter tokenizer stems them; not those that are
+    # their own stem ("enum"), and every word folded as the text table holds it ("café" -> cafe).
+    assert stems["validation"] == "valid"
+    assert stems["workers"] == "worker"
+    assert stems["diacritics"] == "diacrit"
+    assert "enum" not in stems
+    assert "cafe" not in stems and "café" not in stems
+
+
+def test_a_word_the_store_never_held_matches_by_its_stem(store: Store) -> None:
+    # Neither word is in any note: "validates" and "validation" share the stem valid, "retries"
+    # and "retry" the stem retri.
+    assert titles(store, "validates") == ["Payment enum validation"]
+    assert titles(store, "retries") == ["Retry policy"]
+    assert titles(store, "validates", "retries") == []
+    assert titles(store, "validates", "retries", any_word=True) == ["Payment enum validation", "Retry policy"]
+    # One word by its prefix, the other by its stem, in one note.
+    assert titles(store, "pay", "validates") == ["Payment enum validation"]
+
+
+def test_a_stem_that_is_no_word_of_its_own_stem_does_not_match(tmp_path: Path) -> None:
+    # "agreed" stems to "agre", and "agre" itself to "agr": a note holding the word "agre" never
+    # shared a stem with "agreed", so a search for "agreed" must not find it.
+    store = store_with_notes(tmp_path / "store", [("agre", "a word on its own", []), ("Agreed plan", "text", [])])
+    index = store.fresh_index()
+    assert index.stemmer.words("agreed agre") == (("agreed", "agre"), ("agre", "agr"))
+    assert titles(store, "agreed") == ["Agreed plan"]
+    assert titles(store, "agree") == ["Agreed plan"]
+
+
+def test_words_of_removed_texts_stay_listed_and_match_nothing(store: Store) -> None:
+    index = store.fresh_index()
+    (note,) = [hit.record for hit in index.hits([NOTE], TextQuery(("validation",)))]
+    with store.transaction("cli:test") as txn:
+        txn.delete(NOTE, note["note_id"])
+    index = store.fresh_index()
+    assert index.conn.execute("SELECT stem FROM stems WHERE word='validation'").fetchone() == ("valid",)
+    assert titles(store, "validates") == []
+    assert titles(store, "valid") == []
+
+
+def test_a_word_of_several_terms_matches_as_a_phrase(tmp_path: Path) -> None:
+    store = store_with_notes(
+        tmp_path / "store",
+        [("Partition by tenant_id", "keys", []), ("tenant list", "an id of each", [])],
+    )
+    assert store.fresh_index().stemmer.query_word("tenant_id") is None
+    assert titles(store, "tenant_id") == ["Partition by tenant_id"]
+    assert titles(store, "tenant_i") == ["Partition by tenant_id"]

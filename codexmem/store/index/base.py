@@ -21,6 +21,7 @@ from codexmem.store.index.schema import (
     pack_data,
     unpack_data,
 )
+from codexmem.store.index.stems import Stemmer
 from codexmem.store.layout import Layout
 
 RACY_NS = 2_000_000_000
@@ -76,6 +77,14 @@ class IndexConnection:
         # "histories" (records whose history graph is linked again), "files" (record files looked
         # at). A rebuild reads everything: minutes at 50,000 notes (``codexmem reindex`` draws it).
         self.on_progress: Callable[[str, int, int], None] | None = None
+        self._stemmer: Stemmer | None = None
+
+    @property
+    def stemmer(self) -> Stemmer:
+        """Word cutting and stemming (made on first use: a call that searches no text never pays for it)."""
+        if self._stemmer is None:
+            self._stemmer = Stemmer()
+        return self._stemmer
 
     @property
     def conn(self) -> sqlite3.Connection:

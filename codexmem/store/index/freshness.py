@@ -197,9 +197,8 @@ class Freshness(Ingestion):
         room: a VACUUM that another process's reads keep waiting is skipped."""
         conn = self.conn
         with self.transaction():
-            for tables in FTS_TABLES.values():
-                for table in tables:
-                    conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+            for table in FTS_TABLES.values():
+                conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
         if self.path is None:
             return
         with contextlib.suppress(sqlite3.OperationalError):

@@ -183,9 +183,9 @@ class Ingestion(IndexConnection):
                     f"UPDATE records SET {', '.join(f'{col}=?' for col, _ in changed)} WHERE rowid=?",
                     (*(new for _, new in changed), rowid),
                 )
-        tables = FTS_TABLES.get(kind.name, ())
+        table = FTS_TABLES.get(kind.name)
         texts = fts_texts(kind, data)
-        if row is not None and tables:
+        if row is not None and table:
             # An edit that leaves every text alone (a status move of a note, a select of an item
             # whose texts are unchanged) keeps its postings; otherwise they are replaced. The text
             # tables are contentless: the old texts come from the record's old data.
@@ -193,10 +193,10 @@ class Ingestion(IndexConnection):
             if old is not None and texts is not None and old == texts:
                 texts = None
             elif old is not None:
-                self._delete_texts(conn, tables, rowid, old)
-        if texts is not None:
-            for table in tables:
-                conn.execute(f"INSERT INTO {table}(rowid, title, body, extra) VALUES (?,?,?,?)", (rowid, *texts))
+                self._delete_texts(conn, table, rowid, old)
+        if table and texts is not None:
+            conn.execute(f"INSERT INTO {table}(rowid, title, body, extra) VALUES (?,?,?,?)", (rowid, *texts))
+            conn.executemany("INSERT OR IGNORE INTO stems(word, stem) VALUES (?, ?)", self.stemmer.pairs(texts))
         if kind is ITEM:
             self._set_keys(conn, rowid, dedupe_keys(kind, data, self._unique_fields(conn, channel)), row is not None)
         elif kind is CHANNEL:
@@ -220,16 +220,13 @@ class Ingestion(IndexConnection):
         return int(row[0])
 
     @staticmethod
-    def _delete_texts(
-        conn: sqlite3.Connection, tables: tuple[str, ...], rowid: int, texts: tuple[str, str, str]
-    ) -> None:
-        """Remove a record's postings from contentless text tables: FTS5's 'delete' command, with
-        exactly the texts that were inserted."""
-        for table in tables:
-            conn.execute(
-                f"INSERT INTO {table}({table}, rowid, title, body, extra) VALUES ('delete', ?, ?, ?, ?)",
-                (rowid, *texts),
-            )
+    def _delete_texts(conn: sqlite3.Connection, table: str, rowid: int, texts: tuple[str, str, str]) -> None:
+        """Remove a record's postings from its contentless text table: FTS5's 'delete' command, with
+        exactly the texts that were inserted (its words stay in ``stems``: see schema.SCHEMA)."""
+        conn.execute(
+            f"INSERT INTO {table}({table}, rowid, title, body, extra) VALUES ('delete', ?, ?, ?, ?)",
+            (rowid, *texts),
+        )
 
     def _set_keys(self, conn: sqlite3.Connection, rowid: int, keys: list[str], existed: bool) -> None:
         """A record's dedupe keys: rewritten only when they changed (most edits keep them)."""
@@ -257,10 +254,10 @@ class Ingestion(IndexConnection):
         row = self._row_at(conn, "rowid, kind, data", rel)
         if row is None:
             return
-        tables = FTS_TABLES.get(row[1], ())
-        texts = fts_texts(KINDS[row[1]], json.loads(unpack_data(row[2]))) if tables else None
-        if texts is not None:
-            self._delete_texts(conn, tables, row[0], texts)
+        table = FTS_TABLES.get(row[1])
+        texts = fts_texts(KINDS[row[1]], json.loads(unpack_data(row[2]))) if table else None
+        if table and texts is not None:
+            self._delete_texts(conn, table, row[0], texts)
         conn.execute("DELETE FROM records WHERE rowid=?", (row[0],))
         conn.execute("DELETE FROM record_keys WHERE rid=?", (row[0],))
         conn.execute("DELETE FROM recheck WHERE path=?", (rel,))

@@ -27,14 +27,17 @@ class TextQuery:
     words: tuple[str, ...]
     any_word: bool = False
 
-    def _join(self, terms: Iterable[str]) -> str:
-        return (" OR " if self.any_word else " ").join(terms)
+    def join(self, terms: Iterable[str]) -> str:
+        """One FTS5 query of the words' terms: all of them, or any with ``any_word`` (AND spelled
+        out: FTS5 reads no implicit AND next to a parenthesized group)."""
+        return (" OR " if self.any_word else " AND ").join(terms)
 
     def prefix_match(self) -> str:
-        return self._join('"' + w.replace('"', '""') + '"*' for w in self.words)
+        return self.join(_quoted(w) + "*" for w in self.words)
 
-    def stem_match(self) -> str:
-        return self._join('"' + w.replace('"', '""') + '"' for w in self.words)
+
+def _quoted(word: str) -> str:
+    return '"' + word.replace('"', '""') + '"'
 
 
 @dataclass
@@ -219,7 +222,8 @@ class Queries(IndexConnection):
     ) -> list[Hit]:
         """Full-text hits, best first, each with its relevance (higher is better), its record parsed lazily.
 
-        A record matches when its words start with the query's words or share their stems. Of the
+        A record matches when, for each query word, one of its words starts with it or shares its
+        stem (see ``_word_or_stem``). Of the
         newest ``limit`` matches of each text table that pass the filters (newest first: a word
         common to most of a large store would otherwise cost a filter check on every match,
         linearly in the store), those with every word in the title or tags come first
@@ -230,7 +234,7 @@ class Queries(IndexConnection):
         """
         if not query.words:
             return []
-        groups: dict[tuple[str, str], list[str]] = {}
+        groups: dict[str, list[str]] = {}
         for kind in kinds:
             if kind.name in FTS_TABLES:
                 groups.setdefault(FTS_TABLES[kind.name], []).append(kind.name)
@@ -249,16 +253,11 @@ class Queries(IndexConnection):
         relevance: dict[int, int] = {}  # rowid -> 1 or 2
         with self._mutex:
             try:
-                prefix, stem = query.prefix_match(), query.stem_match()
-                for (prefix_table, stem_table), names in groups.items():
-                    found = self._candidates(prefix_table, prefix, names, filters, filter_params, 0, limit)
-                    # The newest ``limit`` of either table: once the prefix table filled its
-                    # window, the stem table is read within it only. Its matches only add candidates
-                    # (a title holding a word's stem but not the word ranks as a match elsewhere).
-                    lowest = found[-1] if len(found) == limit else 0
-                    stems = self._candidates(stem_table, stem, names, filters, filter_params, lowest, limit)
-                    relevance.update(dict.fromkeys(found + stems, 1))
-                    relevance.update(dict.fromkeys(self._in_title_or_tags(prefix_table, prefix, found), 2))
+                prefix, either = query.prefix_match(), self._word_or_stem(query)
+                for table, names in groups.items():
+                    found = self._candidates(table, either, names, filters, filter_params, limit)
+                    relevance.update(dict.fromkeys(found, 1))
+                    relevance.update(dict.fromkeys(self._in_title_or_tags(table, prefix, found), 2))
             except sqlite3.OperationalError:
                 return []  # defensive: TextQuery quotes every word, so FTS syntax cannot get in
             hits = sorted(relevance.items(), key=lambda hit: (hit[1], hit[0]), reverse=True)[:limit]
@@ -283,18 +282,43 @@ class Queries(IndexConnection):
                 out.append(Hit(rid, project, workspace, status, importance, created, rtype, float(tier), packed))
         return out
 
+    def _word_or_stem(self, query: TextQuery) -> str:
+        """The text tables' query: each word as a word prefix, or as any word the store holds with
+        its porter stem (schema's ``stems``; a stem that is itself such a word counts too)."""
+        found = [self.stemmer.query_word(w) for w in query.words]
+        stems = {f[1] for f in found if f is not None}
+        same: dict[str, set[str]] = {stem: set() for stem in stems}
+        words_stems = set(stems)  # stems that are words of their own stem (no row says otherwise)
+        if stems:
+            marks = ",".join("?" * len(stems))
+            for word, stem in self.conn.execute(
+                f"SELECT word, stem FROM stems WHERE stem IN ({marks}) OR word IN ({marks})", [*stems, *stems]
+            ):
+                if stem in same:
+                    same[stem].add(word)
+                words_stems.discard(word)
+        terms: list[str] = []
+        for typed, f in zip(query.words, found, strict=True):
+            alternatives = [_quoted(typed) + "*"]
+            if f is not None:
+                word, stem = f
+                others = same[stem] | ({stem} if stem in words_stems else set())
+                alternatives += [_quoted(other) for other in sorted(others) if not other.startswith(word)]
+            terms.append(alternatives[0] if len(alternatives) == 1 else f"({' OR '.join(alternatives)})")
+        return query.join(terms)
+
     def _candidates(
-        self, table: str, match: str, kinds: list[str], filters: str, filter_params: list[Any], lowest: int, count: int
+        self, table: str, match: str, kinds: list[str], filters: str, filter_params: list[Any], count: int
     ) -> list[int]:
-        """Rowids of one text table's ``count`` newest matches (rowid >= ``lowest``) that pass the filters."""
+        """Rowids of one text table's ``count`` newest matches that pass the filters."""
         # CROSS JOIN keeps the full-text table outside (the planner would otherwise walk every
         # record of the project and probe the text index for each); newest first (rowids follow
         # creation), and no record's data is read here.
         rows = self.conn.execute(
             f"SELECT r.rowid FROM {table} CROSS JOIN records r INDEXED BY records_search ON r.rowid = {table}.rowid"
-            f" WHERE {table} MATCH ? AND {table}.rowid >= ? AND r.kind IN ({','.join('?' * len(kinds))}){filters}"
+            f" WHERE {table} MATCH ? AND r.kind IN ({','.join('?' * len(kinds))}){filters}"
             f" ORDER BY {table}.rowid DESC LIMIT ?",
-            [match, lowest, *kinds, *filter_params, count],
+            [match, *kinds, *filter_params, count],
         ).fetchall()
         return [row[0] for row in rows]
 

@@ -9,9 +9,10 @@ import zlib
 from collections.abc import Sequence
 from typing import Any
 
+from codexmem.store.index.stems import TOKENIZER
 from codexmem.store.layout import CHANNEL, CHANNELS_DIR, HANDOFF, IMPORT, ITEM, ITEMS_DIR, NOTE, SCHEMA_FILE, Kind
 
-SCHEMA_VERSION = 20
+SCHEMA_VERSION = 21
 
 
 SEQ_FACTOR = 10_000_000_000  # public sequence = epoch * SEQ_FACTOR + local sequence
@@ -68,21 +69,25 @@ CREATE INDEX records_dir ON records(dir, path, inode, mtime_ns, size);
 -- The filter columns of a full-text search, by rowid: a match is checked against them from this
 -- small index instead of from its (large) record row.
 CREATE INDEX records_search ON records(rowid, kind, project_id, workspace_id, status, type, importance);
--- Two full-text tables over the same text: a plain one for word-prefix queries ("pay"* finds
--- payment; porter would stem the prefix itself to "pai") and a porter one for stems (validate
--- finds validation). A search matches either. Handoffs have their own pair: a search for
--- handoffs reads no note's postings (at 50,000 notes, sharing the notes' tables made it scan
--- every note that holds a common word to find the newest handoffs). Items have none: no tool
--- searches them, and up to schema 16 their pair took 17.5 MB of the index at 10,000 items
+-- One full-text table per searchable kind, of the words as written: a query word matches a word it
+-- starts ("pay"* finds payment), or any word the store holds with its porter stem (validate finds
+-- validation), listed in ``stems`` (see stems.py; up to schema 20 a second, porter-stemmed table
+-- per kind held every text again: 26.2 MB of 192 MB at 50,000 notes). Handoffs have their own
+-- table: a search for handoffs reads no note's postings (at 50,000 notes, sharing the notes' table
+-- made it scan every note that holds a common word to find the newest handoffs). Items have none:
+-- no tool searches them, and up to schema 16 their pair took 17.5 MB of the index at 10,000 items
 -- (a tenth of it), rewritten on every edit of an item's text and never read.
 -- Contentless (content=''): the texts are in records.data already, and a search reads only
 -- rowids; a change deletes the old postings with the old texts, taken from records.data (see
 -- Ingest._upsert). No column sizes either (columnsize=0: they serve only bm25, never used).
 -- Prefix indexes: NOTE_PREFIX and HANDOFF_PREFIX below (measured by bench/index_size.py).
 CREATE VIRTUAL TABLE fts USING fts5(title, body, extra, {PLAIN}{NOTE_PREFIX});
-CREATE VIRTUAL TABLE fts_stem USING fts5(title, body, extra, {STEM});
 CREATE VIRTUAL TABLE fts_handoffs USING fts5(title, body, extra, {PLAIN}{HANDOFF_PREFIX});
-CREATE VIRTUAL TABLE fts_handoffs_stem USING fts5(title, body, extra, {STEM});
+-- The words of the texts ever indexed whose porter stem is another word, by stem. A row is never
+-- wrong (a word's stem is a fact of the word), so a removed text leaves its words here: at worst a
+-- query asks for a word that no text holds any more.
+CREATE TABLE stems(word TEXT PRIMARY KEY, stem TEXT NOT NULL) WITHOUT ROWID;
+CREATE INDEX stems_stem ON stems(stem);
 -- Dedupe keys (see dedupe_keys), each a hash of the values a save compares: "is the same record
 -- already there?" (a note in its session, an open handoff for the task, an imported artifact, an
 -- item's unique value) is one probe here, whatever the session, channel or project holds.
@@ -138,17 +143,14 @@ those of every word that starts so; each prefix length is another copy of the po
 rebuild, see ``Freshness._compact``) search p50 was 1.13x its time with them, in the same run
 (``bench/index_size.py``). A prefix query still finds every word that starts so."""
 
-_PLAIN = "tokenize='unicode61 remove_diacritics 2', content='', columnsize=0"
-_STEM = "tokenize='porter unicode61 remove_diacritics 2', content='', columnsize=0"
+_PLAIN = f"tokenize='{TOKENIZER}', content='', columnsize=0"
 
 
 def _prefix(lengths: str) -> str:
     return f", prefix='{lengths}'" if lengths else ""
 
 
-SCHEMA = _SCHEMA.format(
-    PLAIN=_PLAIN, STEM=_STEM, NOTE_PREFIX=_prefix(NOTE_PREFIX), HANDOFF_PREFIX=_prefix(HANDOFF_PREFIX)
-)
+SCHEMA = _SCHEMA.format(PLAIN=_PLAIN, NOTE_PREFIX=_prefix(NOTE_PREFIX), HANDOFF_PREFIX=_prefix(HANDOFF_PREFIX))
 
 
 PLANNER_STATS: dict[tuple[str, str], str] = {
@@ -189,11 +191,8 @@ PAGE_CACHE_KIB = 16_000
 full-text postings of common words in memory; bounded, so memory stays flat as the store grows."""
 
 
-FTS_TABLES: dict[str, tuple[str, str]] = {
-    "note": ("fts", "fts_stem"),
-    "handoff": ("fts_handoffs", "fts_handoffs_stem"),
-}
-"""Full-text tables (word prefixes, stems) of each searchable kind."""
+FTS_TABLES: dict[str, str] = {"note": "fts", "handoff": "fts_handoffs"}
+"""The full-text table of each searchable kind."""
 
 
 def columns_of(kind: Kind, data: dict[str, Any]) -> dict[str, Any]:
