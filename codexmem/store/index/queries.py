@@ -223,11 +223,11 @@ class Queries(IndexConnection):
         """Full-text hits, best first, each with its relevance (higher is better), its record parsed lazily.
 
         A record matches when, for each query word, one of its words starts with it or shares its
-        stem (see ``_word_or_stem``). Of the
-        newest ``limit`` matches of each text table that pass the filters (newest first: a word
-        common to most of a large store would otherwise cost a filter check on every match,
-        linearly in the store), those with every word in the title or tags come first
-        (relevance 2), then the rest (1), newest first within each; ``limit`` of them are returned.
+        stem (see ``_word_or_stem``). Of the newest ``limit`` matches of each text table that pass
+        the filters (newest first: a word common to most of a large store would otherwise cost a
+        filter check on every match, linearly in the store), those with every word in the title
+        or tags come first (relevance 2), then the rest (1), newest first within each; ``limit``
+        of them are returned.
         Not FTS5's bm25: it counts every row holding each word on every query, so its cost grows
         with the store (0.78 ms for one common word at 50,000 notes, even with LIMIT 1); this
         stays within the candidates' rowid window.
