@@ -19,6 +19,8 @@ from typing import Any
 from codexmem.models.records import NOTE_TYPES
 from codexmem.render.site.channel_pages import channel_list, channel_page, item_page, items_table
 from codexmem.render.site.data import Rec, SiteData, file_slug, handoff_rank, newest_first, note_order
+from codexmem.render.site.history_pages import TEMPLATE as HISTORY_TEMPLATE
+from codexmem.render.site.history_pages import history_pages
 from codexmem.render.site.pieces import (
     backlinks,
     event_row,
@@ -77,7 +79,8 @@ def plan(data: SiteData, salt: str) -> list[Job]:
 
     def page(path: str, template: str, make: Callable[[], dict[str, Any]]) -> None:
         def job() -> list[Output]:
-            return [Page(path, template, make())]
+            context = make()
+            return [Page(path, template, context), *_history_pages(path, context)]
 
         jobs.append(job)
 
@@ -94,7 +97,8 @@ def plan(data: SiteData, salt: str) -> list[Job]:
                 Chunk(f"{folder}{table.id}-{name}.json", table, rows, root, versions[name])
                 for name, rows in cut.items()
             ]
-            return [Page(f"{folder}index.html", template, context), *chunks]
+            path = f"{folder}index.html"
+            return [Page(path, template, context), *_history_pages(path, context), *chunks]
 
         jobs.append(job)
 
@@ -386,6 +390,10 @@ def _project_handoffs(data: SiteData, pid: str) -> tuple[dict[str, Any], Table]:
     return context, table
 
 
+def _history_pages(path: str, context: dict[str, Any]) -> list[Output]:
+    return [Page(at, HISTORY_TEMPLATE, page) for at, page in history_pages(path, context)]
+
+
 def _note(data: SiteData, note: Rec) -> dict[str, Any]:
     superseded = data.ref(note["superseded_by"]) if note.get("superseded_by") else None
     pid = note["scope"]["project_id"]
@@ -566,6 +574,6 @@ def _activity(data: SiteData) -> tuple[dict[str, Any], Table]:
         "title": "Activity",
         "section": "activity",
         "crumbs": [],
-        "lead": "Every change, newest first. Every record's page has its full history.",
+        "lead": "Every change, newest first. Every record's page has its history.",
     }
     return context, _events_table(data, data.events, table_id="events", show_where=True, show_actor=True)

@@ -87,15 +87,16 @@ def event_row(data: SiteData, event: Rec) -> Rec:
     }
 
 
-def history(data: SiteData, rid: str, fields: list[Rec] | None = None) -> list[Rec]:
-    """The history rows of one record, oldest first: the one place a page's history comes from.
+def history(data: SiteData, rid: str, fields: list[Rec] | None = None) -> Rec:
+    """The history of one record, oldest first: the one place a page's history comes from.
 
-    Each change is old -> new (``fields``, an item's schema fields, shows them as the table does:
-    option labels and chips), a word diff for long texts, or "not recorded" where neither the
-    events nor git know the values (see :mod:`codexmem.render.site.history`).
+    ``rows``: each change is old -> new (``fields``, an item's schema fields, shows them as the
+    table does: option labels and chips), a word diff for long texts, or "not recorded" where
+    neither the events nor git know the values (see :mod:`codexmem.render.site.history`).
+    ``earlier``: the pages older rows moved to (``history_pages``); ``total``: all events.
     """
     spec = {f["key"]: f for f in fields or []}
-    return [
+    rows = [
         {
             "at": e["at"],
             "actor": actor(data, e["actor"]),
@@ -108,6 +109,7 @@ def history(data: SiteData, rid: str, fields: list[Rec] | None = None) -> list[R
         }
         for e in data.history.get(rid, [])
     ]
+    return {"rows": rows, "earlier": [], "total": len(rows)}
 
 
 def _change_view(change: Rec, f: Rec | None) -> Rec:

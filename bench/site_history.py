@@ -1,0 +1,175 @@
+"""Measure ``codexmem site`` against how often one record changed (its versions), not store size.
+
+    .venv/bin/python -m bench.site_history [--edits 10,100,300,1000]
+
+For each count it copies the bundled example store into a fresh git repository, then changes one
+note that many times (a paragraph added to its text each time, the text kept under the 6,000
+characters a note may hold) and one item as often (its status moved on each time, a line added
+to its description every fifth time). It then builds the site in this process, as
+``codexmem site`` does at this size (no workers):
+
+* cold: a fresh output folder, without the manifest;
+* no change: the same build again;
+* one more edit: the note changed once more, then the build.
+
+Each row gives the build's wall and CPU time, the files written, the largest HTML page, the
+note's own page and how many history pages it has.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.args import note_sizes
+from codexmem.render.site.build import build_site
+from codexmem.store.layout import ITEM, NOTE
+from codexmem.store.store import Store
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE = REPO / "store-example"
+WORDS = (
+    "the",
+    "retry",
+    "policy",
+    "for",
+    "settlement",
+    "jobs",
+    "backs",
+    "off",
+    "with",
+    "jitter",
+    "after",
+    "a",
+    "timeout",
+    "and",
+    "keeps",
+    "the",
+    "idempotency",
+    "key",
+    "of",
+    "each",
+    "ledger",
+    "write",
+    "so",
+    "a",
+    "worker",
+    "that",
+    "restarts",
+    "never",
+    "books",
+    "a",
+    "payment",
+    "twice",
+)
+STATUSES = ("triaged", "in_progress", "fixed", "new")
+MAX_TEXT = 5_800
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--edits", type=note_sizes, default=[10, 100, 300, 1000], help="edits of one note (and one item)"
+    )
+    args = parser.parse_args()
+    print("| edits | build | wall | CPU | files written | largest page | the note's page | its history pages |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|")
+    for edits in args.edits:
+        with tempfile.TemporaryDirectory(prefix="codexmem-bench-history-") as tmp:
+            for row in measure(Path(tmp), edits):
+                print(
+                    f"| {edits:,} | {row['build']} | {row['wall']:.2f} s | {row['cpu']:.2f} s | {row['written']:,}"
+                    f" | {row['largest'] / 1024:.0f} KB | {row['note_page'] / 1024:.0f} KB | {row['history_pages']} |",
+                    flush=True,
+                )
+
+
+def measure(tmp: Path, edits: int) -> list[dict[str, Any]]:
+    store_path = tmp / "repo" / "store"
+    shutil.copytree(EXAMPLE, store_path)
+    _git(tmp / "repo", "init", "-q")
+    _git(tmp / "repo", "add", "-A")
+    _git(tmp / "repo", "-c", "user.name=bench", "-c", "user.email=bench@example.com", "commit", "-qm", "example")
+    store = Store(store_path)
+    rng = random.Random(edits)
+    note_id, item = _targets(store)
+    for n in range(edits):
+        edit_note(store, note_id, rng, n)
+        edit_item(store, item, n)
+    out = tmp / "site"
+    rows = [_build(store, out, "cold", note_id, full=True)]
+    rows.append(_build(store, out, "no change", note_id, full=False))
+    edit_note(store, note_id, rng, edits)
+    rows.append(_build(store, out, "one more edit", note_id, full=False))
+    return rows
+
+
+def _targets(store: Store) -> tuple[str, tuple[str, str]]:
+    index = store.fresh_index()
+    note = index.select(NOTE, order=[("id", False)], limit=1)[0]
+    item = index.select(ITEM, order=[("id", False)], limit=1)[0]
+    return str(note["note_id"]), (str(item["record_channel_id"]), str(item["item_id"]))
+
+
+def _at(n: int) -> str:
+    return f"2026-11-{1 + n // 1440:02d}T{n // 60 % 24:02d}:{n % 60:02d}:00.000Z"
+
+
+def edit_note(store: Store, note_id: str, rng: random.Random, n: int) -> None:
+    at = _at(n)
+    with store.transaction("cli:bench", at=at) as txn:
+        current = txn.get(NOTE, note_id)
+        assert current is not None
+        text = current["content"] + "\n\n" + " ".join(rng.choice(WORDS) for _ in range(30)) + "."
+        if len(text) > MAX_TEXT:
+            text = text[len(text) - MAX_TEXT :].split("\n\n", 1)[-1]
+        updated = {**current, "version": current["version"] + 1, "content": text, "updated_at": at}
+        txn.put(NOTE, updated, event_type="updated", changed=["content"])
+
+
+def edit_item(store: Store, item: tuple[str, str], n: int) -> None:
+    channel, item_id = item
+    at = _at(n)
+    with store.transaction("cli:bench", at=at) as txn:
+        current = txn.get(ITEM, item_id, channel)
+        assert current is not None
+        values = {**current["values"], "status": STATUSES[n % len(STATUSES)]}
+        if current["values"].get("status") == values["status"]:
+            values["status"] = STATUSES[(n + 1) % len(STATUSES)]
+        changed = ["values.status"]
+        if n % 5 == 4:
+            values["description"] = f"{values.get('description', '')}\n\nUpdate {n}: checked again."
+            changed.append("values.description")
+        updated = {**current, "version": current["version"] + 1, "values": values, "updated_at": at}
+        txn.put(ITEM, updated, event_type="updated", changed=changed)
+
+
+def _build(store: Store, out: Path, name: str, note_id: str, *, full: bool) -> dict[str, Any]:
+    wall, cpu = time.perf_counter(), time.process_time()
+    report = build_site(store, out, full=full, parallel=0)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    pages = list(out.rglob("*.html"))
+    note_folder = out / "notes" / note_id
+    return {
+        "build": name,
+        "wall": wall,
+        "cpu": cpu,
+        "written": report.written,
+        "largest": max(p.stat().st_size for p in pages),
+        "note_page": (note_folder / "index.html").stat().st_size,
+        "history_pages": len(list((note_folder / "history").glob("*/index.html"))),
+    }
+
+
+def _git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+if __name__ == "__main__":
+    main()
