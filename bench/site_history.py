@@ -91,12 +91,7 @@ def main() -> None:
 
 
 def measure(tmp: Path, edits: int) -> list[dict[str, Any]]:
-    store_path = tmp / "repo" / "store"
-    shutil.copytree(EXAMPLE, store_path)
-    _git(tmp / "repo", "init", "-q")
-    _git(tmp / "repo", "add", "-A")
-    _git(tmp / "repo", "-c", "user.name=bench", "-c", "user.email=bench@example.com", "commit", "-qm", "example")
-    store = Store(store_path)
+    store = example_store(tmp)
     rng = random.Random(edits)
     note_id, item = _targets(store)
     for n in range(edits):
@@ -108,6 +103,16 @@ def measure(tmp: Path, edits: int) -> list[dict[str, Any]]:
     edit_note(store, note_id, rng, edits)
     rows.append(_build(store, out, "one more edit", note_id, full=False))
     return rows
+
+
+def example_store(tmp: Path) -> Store:
+    """The bundled example store, copied into a fresh git repository under ``tmp``."""
+    store_path = tmp / "repo" / "store"
+    shutil.copytree(EXAMPLE, store_path)
+    _git(tmp / "repo", "init", "-q")
+    _git(tmp / "repo", "add", "-A")
+    _git(tmp / "repo", "-c", "user.name=bench", "-c", "user.email=bench@example.com", "commit", "-qm", "example")
+    return Store(store_path)
 
 
 def _targets(store: Store) -> tuple[str, tuple[str, str]]:

@@ -10,6 +10,7 @@ page's lists) only when the builder runs it, so a build holds one page's data at
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,6 +22,8 @@ from codexmem.render.site.channel_pages import channel_list, channel_page, item_
 from codexmem.render.site.data import Rec, SiteData, file_slug, handoff_rank, newest_first, note_order
 from codexmem.render.site.history_pages import TEMPLATE as HISTORY_TEMPLATE
 from codexmem.render.site.history_pages import history_pages
+from codexmem.render.site.link_pages import TEMPLATE as LINKS_TEMPLATE
+from codexmem.render.site.link_pages import link_pages
 from codexmem.render.site.pieces import (
     backlinks,
     event_row,
@@ -80,7 +83,7 @@ def plan(data: SiteData, salt: str) -> list[Job]:
     def page(path: str, template: str, make: Callable[[], dict[str, Any]]) -> None:
         def job() -> list[Output]:
             context = make()
-            return [Page(path, template, context), *_history_pages(path, context)]
+            return [Page(path, template, context), *_spilled(path, context)]
 
         jobs.append(job)
 
@@ -98,7 +101,7 @@ def plan(data: SiteData, salt: str) -> list[Job]:
                 for name, rows in cut.items()
             ]
             path = f"{folder}index.html"
-            return [Page(path, template, context), *_history_pages(path, context), *chunks]
+            return [Page(path, template, context), *_spilled(path, context), *chunks]
 
         jobs.append(job)
 
@@ -125,10 +128,10 @@ def plan(data: SiteData, salt: str) -> list[Job]:
         listing(f"projects/{pid}/sessions/", "list.html", partial(_project_sessions, data, pid))
         listing(f"projects/{pid}/handoffs/", "list.html", partial(_project_handoffs, data, pid))
     page("channels/index.html", "channels.html", partial(_channels, data))
-    page("tags/index.html", "tags.html", partial(_tags, data))
+    listing("tags/", "list.html", partial(_tags, data))
     for tag in data.tags:
         listing(f"tags/{tag}/", "list.html", partial(_tag, data, tag))
-    page("files/index.html", "files.html", partial(_files, data))
+    listing("files/", "list.html", partial(_files, data))
     for path, refs in data.files.items():
         page(f"files/{file_slug(path)}/index.html", "file.html", partial(_file, path, refs))
     listing("activity/", "list.html", partial(_activity, data))
@@ -390,8 +393,12 @@ def _project_handoffs(data: SiteData, pid: str) -> tuple[dict[str, Any], Table]:
     return context, table
 
 
-def _history_pages(path: str, context: dict[str, Any]) -> list[Output]:
-    return [Page(at, HISTORY_TEMPLATE, page) for at, page in history_pages(path, context)]
+def _spilled(path: str, context: dict[str, Any]) -> list[Output]:
+    """The pages a long history or a long list of links moves to, beside the page at ``path``."""
+    return [
+        *(Page(at, HISTORY_TEMPLATE, page) for at, page in history_pages(path, context)),
+        *(Page(at, LINKS_TEMPLATE, page) for at, page in link_pages(path, context)),
+    ]
 
 
 def _note(data: SiteData, note: Rec) -> dict[str, Any]:
@@ -538,9 +545,10 @@ def _channels(data: SiteData) -> dict[str, Any]:
     return {"title": "Channels", "section": "channels", "crumbs": [], "channels": channel_list(data)}
 
 
-def _tags(data: SiteData) -> dict[str, Any]:
-    tags = [{"tag": t, "url": f"tags/{t}/", "count": len(ids)} for t, ids in data.tags.items()]
-    return {"title": "Tags", "section": "tags", "crumbs": [], "tags": tags}
+def _tags(data: SiteData) -> tuple[dict[str, Any], Table]:
+    context = {"title": "Tags", "section": "tags", "crumbs": [], "lead": "Tags of notes, by name."}
+    named = [(f"#{t}", f"tags/{t}/", len(ids)) for t, ids in data.tags.items()]
+    return context, _names_table("tags", named, name_label="Tag", count_label="Notes", noun="tag")
 
 
 def _tag(data: SiteData, tag: str) -> tuple[dict[str, Any], Table]:
@@ -554,9 +562,56 @@ def _tag(data: SiteData, tag: str) -> tuple[dict[str, Any], Table]:
     return context, _note_table(data, notes, show_project=True)
 
 
-def _files(data: SiteData) -> dict[str, Any]:
-    files = [{"path": p, "url": f"files/{file_slug(p)}/", "count": len(refs)} for p, refs in data.files.items()]
-    return {"title": "Files", "section": "files", "crumbs": [], "files": files}
+def _files(data: SiteData) -> tuple[dict[str, Any], Table]:
+    context = {
+        "title": "Files",
+        "section": "files",
+        "crumbs": [],
+        "lead": "Paths named by notes (file_paths) and handoffs (files_touched), by path.",
+    }
+    named = [(p, f"files/{file_slug(p)}/", len(refs)) for p, refs in data.files.items()]
+    return context, _names_table("files", named, name_label="Path", count_label="Named by", noun="file", code=True)
+
+
+def _names_table(
+    table_id: str,
+    named: list[tuple[str, str, int]],
+    *,
+    name_label: str,
+    count_label: str,
+    noun: str,
+    code: bool = False,
+) -> Table:
+    """Names (a tag, a path) with the records that use them, by name: a list however many there are.
+
+    Chunks are buckets of a hash of the name (their number doubles with the list), so a count
+    that changes rewrites the chunk that holds its row, and a new name rarely moves others.
+    """
+    buckets = 1
+    while len(named) > buckets * CHUNK_ROWS:
+        buckets *= 2
+    rows = [
+        Row(
+            ctx={"name": name, "url": url, "count": count},
+            order=position,
+            chunk=f"{int.from_bytes(hashlib.blake2b(name.encode(), digest_size=4).digest(), 'big') % buckets:04d}",
+            keys=[name.lower(), count],
+        )
+        for position, (name, url, count) in enumerate(sorted(named))
+    ]
+    return Table(
+        id=table_id,
+        macro="name_row",
+        columns=[
+            {"key": "name", "label": name_label, "sort": "text", "cls": "c-title"},
+            {"key": "count", "label": count_label, "sort": "num", "cls": "c-sel"},
+        ],
+        filters=[],
+        rows=rows,
+        text_filter=True,
+        noun=noun,
+        extra={"code": code, "count_label": count_label},
+    )
 
 
 def _file(path: str, refs: list[Rec]) -> dict[str, Any]:
@@ -565,7 +620,7 @@ def _file(path: str, refs: list[Rec]) -> dict[str, Any]:
         "section": "files",
         "crumbs": [{"label": "Files", "url": "files/"}],
         "path": path,
-        "refs": refs,
+        "backlinks": [{"group": "Notes and handoffs that name it", "refs": refs}],
     }
 
 
