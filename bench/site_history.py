@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.args import note_sizes
+from bench.args import counts
 from codexmem.render.site.build import build_site
 from codexmem.store.layout import ITEM, NOTE
 from codexmem.store.store import Store
@@ -75,7 +75,10 @@ MAX_TEXT = 5_800
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--edits", type=note_sizes, default=[10, 100, 300, 1000], help="edits of one note (and one item)"
+        "--edits",
+        type=counts("edit counts", "10 or 10,100"),
+        default=[10, 100, 300, 1000],
+        help="edits of one note (and one item)",
     )
     args = parser.parse_args()
     print("| edits | build | wall | CPU | files written | largest page | the note's page | its history pages |")

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.args import note_sizes
+from bench.args import counts
 from bench.site_history import example_store
 from codexmem.errors import Warnings
 from codexmem.memory.notes import build_note
@@ -40,7 +40,12 @@ AT = "2026-11-20T09:00:00.000Z"
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--notes", type=note_sizes, default=[100, 1000, 3000, 10000], help="notes in one session")
+    parser.add_argument(
+        "--notes",
+        type=counts("note counts", "100 or 100,1000"),
+        default=[100, 1000, 3000, 10000],
+        help="notes in one session",
+    )
     args = parser.parse_args()
     print(
         "| notes in the session | build | wall | CPU | files written | largest page | session page | file page"
