@@ -20,20 +20,14 @@ from __future__ import annotations
 
 import argparse
 import random
-import shutil
-import subprocess
-import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 from bench.args import counts
-from codexmem.render.site.build import build_site
+from bench.site_shape import example_store, print_table, timed_build
 from codexmem.store.layout import ITEM, NOTE
 from codexmem.store.store import Store
 
-REPO = Path(__file__).resolve().parent.parent
-EXAMPLE = REPO / "store-example"
 WORDS = (
     "the",
     "retry",
@@ -81,16 +75,8 @@ def main() -> None:
         help="edits of one note (and one item)",
     )
     args = parser.parse_args()
-    print("| edits | build | wall | CPU | files written | largest page | the note's page | its history pages |")
-    print("|---:|---|---:|---:|---:|---:|---:|---:|")
-    for edits in args.edits:
-        with tempfile.TemporaryDirectory(prefix="codexmem-bench-history-") as tmp:
-            for row in measure(Path(tmp), edits):
-                print(
-                    f"| {edits:,} | {row['build']} | {row['wall']:.2f} s | {row['cpu']:.2f} s | {row['written']:,}"
-                    f" | {row['largest'] / 1024:.0f} KB | {row['note_page'] / 1024:.0f} KB | {row['history_pages']} |",
-                    flush=True,
-                )
+    columns = [("the note's page", "note_page_bytes"), ("its history pages", "history_pages")]
+    print_table("edits", args.edits, measure, columns)
 
 
 def measure(tmp: Path, edits: int) -> list[dict[str, Any]]:
@@ -106,16 +92,6 @@ def measure(tmp: Path, edits: int) -> list[dict[str, Any]]:
     edit_note(store, note_id, rng, edits)
     rows.append(_build(store, out, "one more edit", note_id, full=False))
     return rows
-
-
-def example_store(tmp: Path) -> Store:
-    """The bundled example store, copied into a fresh git repository under ``tmp``."""
-    store_path = tmp / "repo" / "store"
-    shutil.copytree(EXAMPLE, store_path)
-    _git(tmp / "repo", "init", "-q")
-    _git(tmp / "repo", "add", "-A")
-    _git(tmp / "repo", "-c", "user.name=bench", "-c", "user.email=bench@example.com", "commit", "-qm", "example")
-    return Store(store_path)
 
 
 def _targets(store: Store) -> tuple[str, tuple[str, str]]:
@@ -159,24 +135,11 @@ def edit_item(store: Store, item: tuple[str, str], n: int) -> None:
 
 
 def _build(store: Store, out: Path, name: str, note_id: str, *, full: bool) -> dict[str, Any]:
-    wall, cpu = time.perf_counter(), time.process_time()
-    report = build_site(store, out, full=full, parallel=0)
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    pages = list(out.rglob("*.html"))
+    row = timed_build(store, out, name, full=full)
     note_folder = out / "notes" / note_id
-    return {
-        "build": name,
-        "wall": wall,
-        "cpu": cpu,
-        "written": report.written,
-        "largest": max(p.stat().st_size for p in pages),
-        "note_page": (note_folder / "index.html").stat().st_size,
-        "history_pages": len(list((note_folder / "history").glob("*/index.html"))),
-    }
-
-
-def _git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+    row["note_page_bytes"] = (note_folder / "index.html").stat().st_size
+    row["history_pages"] = len(list((note_folder / "history").glob("*/index.html")))
+    return row
 
 
 if __name__ == "__main__":

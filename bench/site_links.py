@@ -17,18 +17,15 @@ session's and the file's pages, and how many pages of links the session has.
 from __future__ import annotations
 
 import argparse
-import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 from bench.args import counts
-from bench.site_history import example_store
+from bench.site_shape import example_store, print_table, timed_build
 from codexmem.errors import Warnings
 from codexmem.memory.notes import build_note
 from codexmem.memory.sessions import start_session
 from codexmem.models.records import ScopeRef
-from codexmem.render.site.build import build_site
 from codexmem.store.layout import NOTE
 from codexmem.store.store import Store
 from codexmem.timeutil import parse_ts
@@ -47,20 +44,8 @@ def main() -> None:
         help="notes in one session",
     )
     args = parser.parse_args()
-    print(
-        "| notes in the session | build | wall | CPU | files written | largest page | session page | file page"
-        " | pages of links |"
-    )
-    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
-    for count in args.notes:
-        with tempfile.TemporaryDirectory(prefix="codexmem-bench-links-") as tmp:
-            for row in measure(Path(tmp), count):
-                print(
-                    f"| {count:,} | {row['build']} | {row['wall']:.2f} s | {row['cpu']:.2f} s | {row['written']:,}"
-                    f" | {row['largest'] / 1024:.0f} KB | {row['session'] / 1024:.0f} KB | {row['file'] / 1024:.0f} KB"
-                    f" | {row['link_pages']} |",
-                    flush=True,
-                )
+    columns = [("session page", "session_bytes"), ("file page", "file_bytes"), ("pages of links", "link_pages")]
+    print_table("notes in the session", args.notes, measure, columns)
 
 
 def measure(tmp: Path, count: int) -> list[dict[str, Any]]:
@@ -106,22 +91,12 @@ def add_notes(store: Store, scope: ScopeRef, session: str, first: int, count: in
 
 
 def _build(store: Store, out: Path, name: str, session: str, *, full: bool) -> dict[str, Any]:
-    wall, cpu = time.perf_counter(), time.process_time()
-    report = build_site(store, out, full=full, parallel=0)
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    pages = list(out.rglob("*.html"))
+    row = timed_build(store, out, name, full=full)
     session_folder = out / "sessions" / session
-    file_page = next(p for p in (out / "files").glob("*/index.html") if FILE in p.read_text())
-    return {
-        "build": name,
-        "wall": wall,
-        "cpu": cpu,
-        "written": report.written,
-        "largest": max(p.stat().st_size for p in pages),
-        "session": (session_folder / "index.html").stat().st_size,
-        "file": file_page.stat().st_size,
-        "link_pages": len(list((session_folder / "links").glob("*/index.html"))),
-    }
+    row["session_bytes"] = (session_folder / "index.html").stat().st_size
+    row["file_bytes"] = next(p for p in (out / "files").glob("*/index.html") if FILE in p.read_text()).stat().st_size
+    row["link_pages"] = len(list((session_folder / "links").glob("*/index.html")))
+    return row
 
 
 if __name__ == "__main__":

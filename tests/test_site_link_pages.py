@@ -7,9 +7,10 @@ import json
 import re
 from pathlib import Path
 
-from merge_fixtures import new_repo
+from merge_fixtures import Repo, new_repo
 
 from codexmem.memory.notes import build_note
+from codexmem.models.records import ScopeRef
 from codexmem.render.site import build_site
 from codexmem.render.site.link_pages import GROUP_SHOWN, PAGE_LINKS, link_pages
 from codexmem.render.site.tables import CHUNK_ROWS, PAGE_ROWS
@@ -17,6 +18,32 @@ from codexmem.store.layout import NOTE
 from codexmem.timeutil import format_ts
 
 NOTES = PAGE_LINKS + 100
+
+
+def save_notes(repo: Repo, scope: ScopeRef, session: str, notes: list[tuple[str, list[str], list[str]]]) -> list[str]:
+    """Notes (title, tags, file paths) saved in ``session``, 200 per transaction; their ids."""
+    store = repo.store()
+    at = format_ts(repo.now())
+    ids = []
+    for start in range(0, len(notes), 200):
+        with store.transaction(session, at=at) as txn:
+            for title, tags, paths in notes[start : start + 200]:
+                note = build_note(
+                    note_id=store.new_id("note", repo.now()),
+                    scope=scope,
+                    session_id=session,
+                    note_type="discovery",
+                    title=title,
+                    content=f"{title}: the details.",
+                    importance=3,
+                    tags=tags,
+                    file_paths=paths,
+                    status="active",
+                    source="codex_explicit",
+                    at=at,
+                )
+                ids.append(txn.put(NOTE, note, event_type="created", changed=[])["note_id"])
+    return ids
 
 
 def listed(page: Path) -> list[str]:
@@ -29,27 +56,12 @@ def listed(page: Path) -> list[str]:
 def test_a_session_of_many_notes_and_the_file_they_name_list_every_note_once_on_small_pages(tmp_path: Path) -> None:
     repo = new_repo(tmp_path / "shop")
     scope, session = repo.session("Import the old wiki")
-    store = repo.store()
-    at = format_ts(repo.now())
-    ids = []
-    for start in range(0, NOTES, 200):
-        with store.transaction(session, at=at) as txn:
-            for n in range(start, min(start + 200, NOTES)):
-                note = build_note(
-                    note_id=store.new_id("note", repo.now()),
-                    scope=scope,
-                    session_id=session,
-                    note_type="discovery",
-                    title=f"Wiki page {n} <imported> & kept",
-                    content=f"Page {n} of the old wiki.",
-                    importance=3,
-                    tags=["wiki"],
-                    file_paths=["src/app.py"],
-                    status="active",
-                    source="codex_explicit",
-                    at=at,
-                )
-                ids.append(txn.put(NOTE, note, event_type="created", changed=[])["note_id"])
+    ids = save_notes(
+        repo,
+        scope,
+        session,
+        [(f"Wiki page {n} <imported> & kept", ["wiki"], ["src/app.py"]) for n in range(NOTES)],
+    )
     repo.commit("an imported wiki")
     out = tmp_path / "site"
     build_site(repo.store(), out, search=False)
@@ -104,26 +116,13 @@ def test_a_short_group_after_a_long_one_points_at_the_page_that_holds_its_rest()
 def test_the_files_index_is_a_list_that_pages_however_many_paths_are_named(tmp_path: Path) -> None:
     repo = new_repo(tmp_path / "shop")
     scope, session = repo.session("Map the monorepo")
-    store = repo.store()
-    at = format_ts(repo.now())
     paths = [f"src/pkg_{n:04d}/mod.py" for n in range(CHUNK_ROWS + 150)]
-    with store.transaction(session, at=at) as txn:
-        for n in range(0, len(paths), 2):
-            note = build_note(
-                note_id=store.new_id("note", repo.now()),
-                scope=scope,
-                session_id=session,
-                note_type="discovery",
-                title=f"Package {n} layout",
-                content="Where things are.",
-                importance=2,
-                tags=[f"pkg-{n:04d}"],
-                file_paths=paths[n : n + 2],
-                status="active",
-                source="codex_explicit",
-                at=at,
-            )
-            txn.put(NOTE, note, event_type="created", changed=[])
+    save_notes(
+        repo,
+        scope,
+        session,
+        [(f"Package {n} layout", [f"pkg-{n:04d}"], paths[n : n + 2]) for n in range(0, len(paths), 2)],
+    )
     repo.commit("a map")
     out = tmp_path / "site"
     build_site(repo.store(), out, search=False)
