@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from site_fixtures import NOW, SCRIPT, SVG, Fixture, add_channel, make_store
+from site_fixtures import NOW, SCRIPT, SVG, Fixture, add_channel, make_store, ts
 
 from codexmem.cli.site_cmd import parse_now
 from codexmem.render.site import build_site
+from codexmem.render.site.history_pages import INLINE_EVENTS
 from codexmem.render.site.serve import make_server
 from codexmem.render.site.tables import PAGE_ROWS
+from codexmem.store.layout import ITEM
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [
@@ -47,6 +49,14 @@ pytestmark = [
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Fixture, str]]:
     fx = make_store(tmp_path_factory.mktemp("browser") / "store")
     fx.items.update({f"big-{n}": iid for n, iid in enumerate(add_channel(fx, "big", BIG))})
+    # One item reassigned often enough that its older events move to a history page of their own.
+    for n in range(INLINE_EVENTS + 5):
+        with fx.store.transaction("cli:test", at=ts(20, 10, n)) as txn:
+            current = txn.get(ITEM, fx.items["big-0"], "big")
+            assert current is not None
+            values = {**current["values"], "owner": ("aiko", "mika")[n % 2]}
+            updated = {**current, "version": current["version"] + 1, "values": values, "updated_at": ts(20, 10, n)}
+            txn.put(ITEM, updated, event_type="updated", changed=["values.owner"])
     out = fx.store.root.parent / "_site"
     build_site(fx.store, out, now=parse_now(NOW))
     server = make_server(out, port=0, prefix=PREFIX, quiet=True)
@@ -465,7 +475,16 @@ def test_keyboard_alone_reaches_content_sorts_and_opens_a_menu(site: tuple[Fixtu
     assert tab.errors == []
 
 
-AXE_PAGES = ("", "channels/bugs/", "activity/", "projects/proj_order_web/", "search/?q=enum", "tags/api/")
+AXE_PAGES = (
+    "",
+    "channels/bugs/",
+    "activity/",
+    "projects/proj_order_web/",
+    "search/?q=enum",
+    "tags/api/",
+    "tags/",
+    "files/",
+)
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
@@ -477,13 +496,15 @@ def test_pages_pass_axe_core_wcag_aa(site: tuple[Fixture, str], browser: Any, sc
         f"channels/bugs/{fx.items['Enum mismatch on payment']}/",
         f"handoffs/{fx.handoffs['Finish order validation']}/",
         f"sessions/{fx.sessions[0]}/",
+        f"channels/big/{fx.items['big-0']}/history/1/",
     ]
     watched = Watched(browser, color_scheme=scheme)
     page = watched.page
     script = AXE.read_text("utf-8")
     problems = []
     for url in urls:
-        page.goto(base + url)
+        response = page.goto(base + url)
+        assert response is not None and response.ok, url
         page.wait_for_load_state("load")
         if url.startswith("search"):
             page.locator("[data-search-results] .result").first.wait_for(timeout=15_000)
