@@ -484,6 +484,7 @@ AXE_PAGES = (
     "tags/api/",
     "tags/",
     "files/",
+    "projects/",
 )
 
 

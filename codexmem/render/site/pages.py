@@ -38,6 +38,8 @@ from codexmem.render.site.tables import CHUNK_ROWS, Row, Table, chunk_version, r
 
 HOME_EVENTS = 20
 HOME_HANDOFFS = 12
+HOME_PROJECTS = 15
+"""Projects of a system on the home page; with more, a link to the list of all."""
 PROJECT_HANDOFFS = 12
 PROJECT_NOTES_PER_TYPE = 5
 PROJECT_SESSIONS = 10
@@ -127,6 +129,7 @@ def plan(data: SiteData, salt: str) -> list[Job]:
         listing(f"projects/{pid}/notes/", "list.html", partial(_project_notes, data, pid))
         listing(f"projects/{pid}/sessions/", "list.html", partial(_project_sessions, data, pid))
         listing(f"projects/{pid}/handoffs/", "list.html", partial(_project_handoffs, data, pid))
+    listing("projects/", "list.html", partial(_projects, data))
     page("channels/index.html", "channels.html", partial(_channels, data))
     listing("tags/", "list.html", partial(_tags, data))
     for tag in data.tags:
@@ -157,7 +160,10 @@ def _home(data: SiteData) -> dict[str, Any]:
         {
             "id": s["id"],
             "name": s["name"],
-            "projects": [{**project_ref(data, pid), "counts": dict(counts[pid])} for pid in s["projects"]],
+            "projects": [
+                {**project_ref(data, pid), "counts": dict(counts[pid])} for pid in s["projects"][:HOME_PROJECTS]
+            ],
+            "more": max(len(s["projects"]) - HOME_PROJECTS, 0),
         }
         for s in data.systems
         if s["projects"]
@@ -543,6 +549,15 @@ def _channel(data: SiteData, cid: str) -> tuple[dict[str, Any], Table]:
 
 def _channels(data: SiteData) -> dict[str, Any]:
     return {"title": "Channels", "section": "channels", "crumbs": [], "channels": channel_list(data)}
+
+
+def _projects(data: SiteData) -> tuple[dict[str, Any], Table]:
+    context = {"title": "Projects", "section": "projects", "crumbs": [], "lead": "Every project, by name."}
+    notes: dict[str, int] = defaultdict(int)
+    for note in data.records["note"].values():
+        notes[note["scope"]["project_id"]] += 1
+    named = [(p["name"], p["url"], notes[pid]) for pid, p in data.projects.items()]
+    return context, _names_table("projects", named, name_label="Project", count_label="Notes", noun="project")
 
 
 def _tags(data: SiteData) -> tuple[dict[str, Any], Table]:
