@@ -143,6 +143,26 @@ def test_a_store_in_a_work_tree_declares_its_project_unless_shared(
     assert project["name"] == "memory-repo"
 
 
+# ------------------------------------------------------------------ site --out must be a folder
+
+
+def test_site_out_naming_a_file_is_refused_and_the_file_kept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_repo(tmp_path / "web")
+    assert run(capsys, "init", "--store", str(repo / ".codexmem"))[0] == 0
+    notes = repo / "notes.txt"
+    notes.write_text("my notes\n")
+    for out in (notes, notes / "site"):
+        code, printed, err = run(capsys, "site", "--store", str(repo / ".codexmem"), "--out", str(out), "--no-search")
+        assert code == 2 and printed == ""
+        assert (
+            err
+            == f"codexmem: error: --out {out}: {notes} is a file, not a folder; give a folder (it is made if missing)\n"
+        )
+    assert notes.read_text() == "my notes\n"
+
+
 # ------------------------------------------------------------------ agents --out never replaces a person's text
 
 
