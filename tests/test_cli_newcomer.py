@@ -163,6 +163,22 @@ def test_site_out_naming_a_file_is_refused_and_the_file_kept(
     assert notes.read_text() == "my notes\n"
 
 
+def test_site_out_naming_a_folder_of_a_persons_pages_replaces_none_of_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_repo(tmp_path / "web")
+    assert run(capsys, "init", "--store", str(repo / ".codexmem"))[0] == 0
+    docs = repo / "docs"
+    docs.mkdir()
+    (docs / "index.html").write_text("<h1>Our docs</h1>\n")
+    code, printed, err = run(capsys, "site", "--store", str(repo / ".codexmem"), "--out", str(docs), "--no-search")
+    assert code == 2 and printed == ""
+    assert err.startswith(f"codexmem: error: {docs} holds files no codexmem site build wrote (index.html)")
+    assert err.count("\n") == 1 and "--out" in err
+    assert sorted(p.name for p in docs.iterdir()) == ["index.html"]
+    assert (docs / "index.html").read_text() == "<h1>Our docs</h1>\n"
+
+
 # ------------------------------------------------------------------ agents --out never replaces a person's text
 
 

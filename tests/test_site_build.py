@@ -436,6 +436,48 @@ def test_pages_of_deleted_records_go_even_when_the_cache_was_wiped(tmp_path: Pat
     assert (out / ".nojekyll").is_file()
 
 
+def test_a_folder_of_someone_elses_files_is_refused_and_kept_as_it_was(tmp_path: Path) -> None:
+    fx = make_store(tmp_path / "store")
+    theirs = tmp_path / "their-site"
+    (theirs / "assets").mkdir(parents=True)
+    (theirs / "index.html").write_text("<h1>My page</h1>\n")
+    (theirs / "assets" / "style.css").write_text("body {}\n")
+    before = site_files(theirs)
+    with pytest.raises(CodexmemError) as caught:
+        build(fx.store, theirs)
+    assert caught.value.code == "ERR_INVALID_INPUT"
+    assert str(theirs) in str(caught.value) and "(assets, index.html)" in str(caught.value)
+    assert site_files(theirs) == before and sorted(p.name for p in theirs.iterdir()) == ["assets", "index.html"]
+
+    # A folder the store's manifest remembers, emptied and filled by a person since: refused too.
+    ours = tmp_path / "_site"
+    build(fx.store, ours)
+    shutil.rmtree(ours)
+    ours.mkdir()
+    (ours / "index.html").write_text("<h1>Mine now</h1>\n")
+    with pytest.raises(CodexmemError):
+        build(fx.store, ours)
+    assert (ours / "index.html").read_text() == "<h1>Mine now</h1>\n"
+
+
+def test_a_checkout_folder_and_a_first_build_that_stopped_half_way_are_built_into(tmp_path: Path) -> None:
+    fx = make_store(tmp_path / "store")
+    checkout = tmp_path / "gh-pages"
+    (checkout / ".git").mkdir(parents=True)  # only dot-files: a fresh checkout of an empty branch
+    build(fx.store, checkout)
+    assert (checkout / "index.html").is_file() and (checkout / ".git").is_dir()
+    # The list a build leaves is started before its first file: a build that stopped after
+    # writing some pages leaves a folder the next build takes up (and completes).
+    stopped = tmp_path / "stopped"
+    build(fx.store, stopped)
+    (stopped / ".codexmem-site-files").write_text("")
+    (stopped / "index.html").unlink()
+    build(fx.store, stopped)
+    assert site_files(stopped) == site_files(checkout) | {
+        ".codexmem-site-files": site_files(stopped)[".codexmem-site-files"]
+    }
+
+
 def test_a_changed_template_or_a_missing_file_is_rebuilt(tmp_path: Path) -> None:
     fx = make_store(tmp_path / "store")
     out = tmp_path / "_site"

@@ -217,7 +217,10 @@ def _build(
     generator = _hash(code, _tree_hash(templates, "*"), _canonical(site))
 
     manifest_path = store.layout.cache / "site" / "manifest.json"
-    manifest = {} if full else _read_manifest(manifest_path, out)
+    # A folder without the list a build leaves is new to this build (or someone else's): a
+    # manifest of an older build there is stale.
+    fresh = _claim(out)
+    manifest = {} if full or fresh else _read_manifest(manifest_path, out)
     previous: dict[str, dict[str, Any]] = manifest.get("pages", {})
     owned = set(previous) or _read_owned(out)
     indexer = Indexer(str(out), {} if full else manifest.get("search", {})) if search else None
@@ -525,6 +528,37 @@ def _read_owned(out: Path) -> set[str]:
     except (OSError, UnicodeDecodeError):
         return set()
     return {line for line in lines if line and not line.startswith(("/", ".")) and ".." not in line.split("/")}
+
+
+def _claim(out: Path) -> bool:
+    """Refuse a folder of someone else's files; mark a new folder as a site's before writing to it
+    (True: it was new).
+
+    A build replaces the files it writes (``index.html``, ``assets/style.css``), so a folder of a
+    person's own pages given as ``--out`` would lose them. A folder that holds anything but
+    dot-files (a checkout's ``.git``) must carry the list a build leaves (``OWNED_LIST``). The
+    list is started, empty, before the first file is written, so a first build that stops
+    half-way leaves a folder the next build takes up again.
+    """
+    listing = out / OWNED_LIST
+    if listing.is_file():
+        return False
+    try:
+        strangers = sorted(entry.name for entry in os.scandir(out) if not entry.name.startswith("."))
+    except FileNotFoundError:
+        strangers = []
+    except NotADirectoryError:
+        raise CodexmemError("ERR_INVALID_INPUT", f"the site's folder {out} is a file, not a folder") from None
+    if strangers:
+        shown = ", ".join(strangers[:5]) + (f" and {len(strangers) - 5} more" if len(strangers) > 5 else "")
+        raise CodexmemError(
+            "ERR_INVALID_INPUT",
+            f"{out} holds files no codexmem site build wrote ({shown}), and a build would replace some: "
+            "give a new or empty folder with --out (codexmem never replaces files it did not write)",
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    replace_file(listing, b"")
+    return True
 
 
 def _save_owned(out: Path, entries: dict[str, dict[str, Any]]) -> None:
