@@ -173,7 +173,7 @@ def test_site_out_naming_a_folder_of_a_persons_pages_replaces_none_of_them(
     (docs / "index.html").write_text("<h1>Our docs</h1>\n")
     code, printed, err = run(capsys, "site", "--store", str(repo / ".codexmem"), "--out", str(docs), "--no-search")
     assert code == 2 and printed == ""
-    assert err.startswith(f"codexmem: error: {docs} holds files no codexmem site build wrote (index.html)")
+    assert err.startswith(f"codexmem: error: {docs} holds index.html, which a build writes, and no codexmem site")
     assert err.count("\n") == 1 and "--out" in err
     assert sorted(p.name for p in docs.iterdir()) == ["index.html"]
     assert (docs / "index.html").read_text() == "<h1>Our docs</h1>\n"

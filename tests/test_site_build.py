@@ -44,7 +44,7 @@ from codexmem.render.markdown import link_mentions, render_markdown
 from codexmem.render.site import build as build_module
 from codexmem.render.site import build_site
 from codexmem.render.site import search as search_module
-from codexmem.render.site.build import BuildReport, plural
+from codexmem.render.site.build import OWNED_LIST, SITE_ENTRIES, BuildReport, plural
 from codexmem.render.site.data import build_day
 from codexmem.render.site.serve import make_server
 from codexmem.render.site.tables import PAGE_ROWS
@@ -446,7 +446,7 @@ def test_a_folder_of_someone_elses_files_is_refused_and_kept_as_it_was(tmp_path:
     with pytest.raises(CodexmemError) as caught:
         build(fx.store, theirs)
     assert caught.value.code == "ERR_INVALID_INPUT"
-    assert str(theirs) in str(caught.value) and "(assets, index.html)" in str(caught.value)
+    assert f"{theirs} holds assets, index.html, which a build writes" in str(caught.value)
     assert site_files(theirs) == before and sorted(p.name for p in theirs.iterdir()) == ["assets", "index.html"]
 
     # A folder the store's manifest remembers, emptied and filled by a person since: refused too.
@@ -463,19 +463,21 @@ def test_a_folder_of_someone_elses_files_is_refused_and_kept_as_it_was(tmp_path:
 def test_a_checkout_folder_and_a_first_build_that_stopped_half_way_are_built_into(tmp_path: Path) -> None:
     fx = make_store(tmp_path / "store")
     checkout = tmp_path / "gh-pages"
-    (checkout / ".git").mkdir(parents=True)  # only dot-files: a fresh checkout of an empty branch
+    (checkout / ".git").mkdir(parents=True)  # a checkout of a Pages branch: its .git and CNAME
+    (checkout / "CNAME").write_text("memory.example.com\n")
     build(fx.store, checkout)
     assert (checkout / "index.html").is_file() and (checkout / ".git").is_dir()
+    assert (checkout / "CNAME").read_text() == "memory.example.com\n"
+    # Every name a site has at its top is one the check knows (a folder holding it is refused).
+    assert {p.name for p in checkout.iterdir()} - {".git", "CNAME", ".nojekyll", OWNED_LIST} <= SITE_ENTRIES
     # The list a build leaves is started before its first file: a build that stopped after
     # writing some pages leaves a folder the next build takes up (and completes).
     stopped = tmp_path / "stopped"
     build(fx.store, stopped)
-    (stopped / ".codexmem-site-files").write_text("")
+    (stopped / OWNED_LIST).write_text("")
     (stopped / "index.html").unlink()
     build(fx.store, stopped)
-    assert site_files(stopped) == site_files(checkout) | {
-        ".codexmem-site-files": site_files(stopped)[".codexmem-site-files"]
-    }
+    assert site_files(stopped) == {k: v for k, v in site_files(checkout).items() if k != "CNAME"}
 
 
 def test_a_changed_template_or_a_missing_file_is_rebuilt(tmp_path: Path) -> None:

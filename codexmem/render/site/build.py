@@ -47,6 +47,26 @@ from codexmem.store.store import Store
 
 MANIFEST_FORMAT = 2
 OWNED_LIST = ".codexmem-site-files"
+SITE_ENTRIES = frozenset(
+    {
+        "index.html",
+        "feed.xml",
+        "assets",
+        "activity",
+        "channels",
+        "files",
+        "handoffs",
+        "imports",
+        "notes",
+        "pagefind",
+        "projects",
+        "search",
+        "sessions",
+        "tags",
+    }
+)
+"""The names a site has at its top (a test checks them against a build): a folder holding any of
+them that no build wrote is refused."""
 NOJEKYLL = ".nojekyll"
 ASSETS_DIR = "assets"
 PROGRESS_MIN_PAGES = 200
@@ -531,12 +551,13 @@ def _read_owned(out: Path) -> set[str]:
 
 
 def _claim(out: Path) -> bool:
-    """Refuse a folder of someone else's files; mark a new folder as a site's before writing to it
+    """Refuse a folder of someone else's pages; mark a new folder as a site's before writing to it
     (True: it was new).
 
     A build replaces the files it writes (``index.html``, ``assets/style.css``), so a folder of a
-    person's own pages given as ``--out`` would lose them. A folder that holds anything but
-    dot-files (a checkout's ``.git``) must carry the list a build leaves (``OWNED_LIST``). The
+    person's own pages given as ``--out`` would lose them. A folder that holds any of the names a
+    site has at its top (``SITE_ENTRIES``) must carry the list a build leaves (``OWNED_LIST``);
+    other files (a ``CNAME``, a checkout's ``.git``) are left alone and never block a build. The
     list is started, empty, before the first file is written, so a first build that stops
     half-way leaves a folder the next build takes up again.
     """
@@ -544,16 +565,15 @@ def _claim(out: Path) -> bool:
     if listing.is_file():
         return False
     try:
-        strangers = sorted(entry.name for entry in os.scandir(out) if not entry.name.startswith("."))
+        clashes = sorted(entry.name for entry in os.scandir(out) if entry.name in SITE_ENTRIES)
     except FileNotFoundError:
-        strangers = []
+        clashes = []
     except NotADirectoryError:
         raise CodexmemError("ERR_INVALID_INPUT", f"the site's folder {out} is a file, not a folder") from None
-    if strangers:
-        shown = ", ".join(strangers[:5]) + (f" and {len(strangers) - 5} more" if len(strangers) > 5 else "")
+    if clashes:
         raise CodexmemError(
             "ERR_INVALID_INPUT",
-            f"{out} holds files no codexmem site build wrote ({shown}), and a build would replace some: "
+            f"{out} holds {', '.join(clashes)}, which a build writes, and no codexmem site build wrote them: "
             "give a new or empty folder with --out (codexmem never replaces files it did not write)",
         )
     out.mkdir(parents=True, exist_ok=True)
