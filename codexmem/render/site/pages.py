@@ -10,7 +10,6 @@ page's lists) only when the builder runs it, so a build holds one page's data at
 
 from __future__ import annotations
 
-import hashlib
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,7 +33,16 @@ from codexmem.render.site.pieces import (
     project_ref,
     session_row,
 )
-from codexmem.render.site.tables import CHUNK_ROWS, Row, Table, chunk_version, row_chunks, table_context
+from codexmem.render.site.tables import (
+    CHUNK_ROWS,
+    Row,
+    Table,
+    bucket_count,
+    bucket_of,
+    chunk_version,
+    row_chunks,
+    table_context,
+)
 
 HOME_EVENTS = 20
 HOME_HANDOFFS = 12
@@ -602,14 +610,12 @@ def _names_table(
     Chunks are buckets of a hash of the name (their number doubles with the list), so a count
     that changes rewrites the chunk that holds its row, and a new name rarely moves others.
     """
-    buckets = 1
-    while len(named) > buckets * CHUNK_ROWS:
-        buckets *= 2
+    buckets = bucket_count(len(named), CHUNK_ROWS)
     rows = [
         Row(
             ctx={"name": name, "url": url, "count": count},
             order=position,
-            chunk=f"{int.from_bytes(hashlib.blake2b(name.encode(), digest_size=4).digest(), 'big') % buckets:04d}",
+            chunk=f"{bucket_of(name, buckets):04d}",
             keys=[name.lower(), count],
         )
         for position, (name, url, count) in enumerate(sorted(named))

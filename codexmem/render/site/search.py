@@ -36,6 +36,7 @@ from pathlib import Path
 
 from codexmem.errors import CodexmemError
 from codexmem.render.site.files import replace_file
+from codexmem.render.site.tables import bucket_count, bucket_of
 
 PAGEFIND_DIR = "pagefind"
 PARTS_FILE = "parts.json"
@@ -77,12 +78,9 @@ def split_parts(pages: dict[str, str]) -> dict[str, dict[str, str]]:
             by_kind.setdefault(found[0], []).append((path, found[1]))
     parts: dict[str, dict[str, str]] = {}
     for kind, members in sorted(by_kind.items()):
-        buckets = 1
-        while len(members) > buckets * PART_PAGES:
-            buckets *= 2
+        buckets = bucket_count(len(members), PART_PAGES)
         for path, rid in members:
-            bucket = int.from_bytes(hashlib.blake2b(rid.encode(), digest_size=4).digest(), "big") % buckets
-            name = kind if buckets == 1 else f"{kind}-{buckets}-{bucket}"
+            name = kind if buckets == 1 else f"{kind}-{buckets}-{bucket_of(rid, buckets)}"
             parts.setdefault(name, {})[path] = pages[path]
     return {name: dict(sorted(members.items())) for name, members in sorted(parts.items())}
 

@@ -79,6 +79,20 @@ def row_chunks(table: Table) -> dict[str, list[Row]]:
     return dict(sorted(chunks.items()))
 
 
+def bucket_count(items: int, per: int) -> int:
+    """The fewest buckets, a power of two, that hold ``items`` at ``per`` each at most on average:
+    a key moves to another bucket only when this doubles."""
+    buckets = 1
+    while items > buckets * per:
+        buckets *= 2
+    return buckets
+
+
+def bucket_of(key: str, buckets: int) -> int:
+    """A key's bucket: a hash of the key, not its position, so other keys coming and going never move it."""
+    return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=4).digest(), "big") % buckets
+
+
 def chunk_data(rows: list[Row]) -> list[Any]:
     """A chunk's rows as plain data (hashed for its version, then rendered to JSON)."""
     return [[r.order, r.keys, r.filters, r.ctx] for r in rows]
