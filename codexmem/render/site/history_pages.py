@@ -17,6 +17,7 @@ from typing import Any
 from markupsafe import escape
 
 from codexmem.render.site.data import Rec
+from codexmem.render.site.pieces import beside
 
 TEMPLATE = "history.html"
 INLINE_BYTES = 60_000
@@ -54,14 +55,11 @@ def history_pages(path: str, context: dict[str, Any]) -> list[tuple[str, dict[st
     ]
     history["rows"] = rows[len(rows) - keep :]
     history["earlier"] = links
-    record = {"title": context["title"], "url": folder}
     pages = []
     for n, (start, end) in enumerate(older, start=1):
+        title = f"History of {context['title']}, v{links[n - 1]['first']} to v{links[n - 1]['last']}"
         page = {
-            "title": f"History of {context['title']}, v{links[n - 1]['first']} to v{links[n - 1]['last']}",
-            "section": context.get("section"),
-            "crumbs": [*context.get("crumbs", []), {"label": context["title"], "url": folder}],
-            "record": record,
+            **beside(context, folder, title),
             "history": {"rows": rows[start:end], "earlier": [], "total": end - start},
             "first": start + 1,
             "last": end,
@@ -71,8 +69,6 @@ def history_pages(path: str, context: dict[str, Any]) -> list[tuple[str, dict[st
             "refs": context.get("refs", {}),
             "chips": context.get("chips", []),
         }
-        if "project_id" in context:
-            page["project_id"] = context["project_id"]
         pages.append((f"{folder}history/{n}/index.html", page))
     return pages
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from codexmem.render.site.data import Rec
+from codexmem.render.site.pieces import beside
 
 TEMPLATE = "links.html"
 GROUP_SHOWN = 50
@@ -40,7 +41,6 @@ def link_pages(path: str, context: dict[str, Any]) -> list[tuple[str, dict[str, 
         shown.append(entry)
         position += len(g["refs"])
     context["backlinks"] = shown
-    record = {"title": context["title"], "url": folder}
     out = []
     for n in range(1, pages + 1):
         start, end = (n - 1) * PAGE_LINKS, min(n * PAGE_LINKS, total)
@@ -50,10 +50,7 @@ def link_pages(path: str, context: dict[str, Any]) -> list[tuple[str, dict[str, 
                 page_groups.append({"group": group, "refs": []})
             page_groups[-1]["refs"].append(ref)
         page = {
-            "title": f"Links to {context['title']}, {start + 1:,} to {end:,} of {total:,}",
-            "section": context.get("section"),
-            "crumbs": [*context.get("crumbs", []), {"label": context["title"], "url": folder}],
-            "record": record,
+            **beside(context, folder, f"Links to {context['title']}, {start + 1:,} to {end:,} of {total:,}"),
             "backlinks": page_groups,
             "first": start + 1,
             "last": end,
@@ -61,7 +58,5 @@ def link_pages(path: str, context: dict[str, Any]) -> list[tuple[str, dict[str, 
             "previous": f"{folder}links/{n - 1}/" if n > 1 else None,
             "next": f"{folder}links/{n + 1}/" if n < pages else None,
         }
-        if "project_id" in context:
-            page["project_id"] = context["project_id"]
         out.append((f"{folder}links/{n}/index.html", page))
     return out

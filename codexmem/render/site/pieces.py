@@ -129,3 +129,17 @@ def backlinks(data: SiteData, rid: str) -> list[Rec]:
 
 def file_links(paths: list[str]) -> list[Rec]:
     return [{"path": p, "url": f"files/{file_slug(p)}/"} for p in paths]
+
+
+def beside(context: Rec, folder: str, title: str) -> Rec:
+    """The frame of a page that goes on from a record's page (its older history, its full list of
+    links): its title, section and project, breadcrumbs that end at the record, and the record."""
+    page: Rec = {
+        "title": title,
+        "section": context.get("section"),
+        "crumbs": [*context.get("crumbs", []), {"label": context["title"], "url": folder}],
+        "record": {"title": context["title"], "url": folder},
+    }
+    if "project_id" in context:
+        page["project_id"] = context["project_id"]
+    return page
