@@ -52,16 +52,6 @@ def parse_now(text: str) -> datetime:
         ) from None
 
 
-def out_problem(out: Path) -> str | None:
-    """Why ``out`` cannot hold the site (it, or a folder above it, is a file), else None."""
-    for folder in (out, *out.parents):
-        if folder.exists():
-            if folder.is_dir():
-                return None
-            return f"--out {out}: {folder} is a file, not a folder; give a folder (it is made if missing)"
-    return None
-
-
 def _error(message: str) -> int:
     print(f"codexmem: error: {message}", file=sys.stderr)
     return 2
@@ -76,9 +66,6 @@ def run(args: argparse.Namespace) -> int:
         return _error(f"--port must be 0..65535 (0 picks a free port), got {args.port}")
     store = open_store(args)
     out = Path(args.out) if args.out else default_out(store.root)
-    problem = out_problem(out)
-    if problem is not None:
-        return _error(problem)
     now = parse_now(args.now) if args.now else None
     server = None
     if args.serve:

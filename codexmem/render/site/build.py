@@ -176,6 +176,9 @@ def build_site(
     """
     started = time.perf_counter()
     out = Path(os.path.abspath(out))
+    # Before any work, so a folder that cannot be the site's is said at once. A new folder is
+    # built in full: a manifest of an older build there is stale.
+    fresh = _claim(out)
     report = BuildReport(out=out)
     base = normalize_base_url(base_url or store.config.site.base_url)
     report.base_url = base
@@ -197,7 +200,7 @@ def build_site(
     gc.set_threshold(max(threshold[0], GC_YOUNG_THRESHOLD), threshold[1], threshold[2])
     try:
         return _build(
-            store, out, data, report, started, base, templates, assets, search, full, progress_stream, parallel
+            store, out, data, report, started, base, templates, assets, search, full or fresh, progress_stream, parallel
         )
     finally:
         gc.set_threshold(*threshold)
@@ -237,10 +240,7 @@ def _build(
     generator = _hash(code, _tree_hash(templates, "*"), _canonical(site))
 
     manifest_path = store.layout.cache / "site" / "manifest.json"
-    # A folder without the list a build leaves is new to this build (or someone else's): a
-    # manifest of an older build there is stale.
-    fresh = _claim(out)
-    manifest = {} if full or fresh else _read_manifest(manifest_path, out)
+    manifest = {} if full else _read_manifest(manifest_path, out)
     previous: dict[str, dict[str, Any]] = manifest.get("pages", {})
     owned = set(previous) or _read_owned(out)
     indexer = Indexer(str(out), {} if full else manifest.get("search", {})) if search else None
@@ -552,7 +552,7 @@ def _read_owned(out: Path) -> set[str]:
 
 def _claim(out: Path) -> bool:
     """Refuse a folder of someone else's pages; mark a new folder as a site's before writing to it
-    (True: it was new).
+    (True: it was new). The folder, or the nearest folder above it that exists, must be a folder.
 
     A build replaces the files it writes (``index.html``, ``assets/style.css``), so a folder of a
     person's own pages given as ``--out`` would lose them. A folder that holds any of the names a
@@ -561,15 +561,18 @@ def _claim(out: Path) -> bool:
     list is started, empty, before the first file is written, so a first build that stops
     half-way leaves a folder the next build takes up again.
     """
+    for folder in (out, *out.parents):  # the nearest that exists must be a folder
+        if folder.exists():
+            if not folder.is_dir():
+                raise CodexmemError(
+                    "ERR_INVALID_INPUT",
+                    f"--out {out}: {folder} is a file, not a folder; give a folder (it is made if missing)",
+                )
+            break
     listing = out / OWNED_LIST
     if listing.is_file():
         return False
-    try:
-        clashes = sorted(entry.name for entry in os.scandir(out) if entry.name in SITE_ENTRIES)
-    except FileNotFoundError:
-        clashes = []
-    except NotADirectoryError:
-        raise CodexmemError("ERR_INVALID_INPUT", f"the site's folder {out} is a file, not a folder") from None
+    clashes = sorted(entry.name for entry in os.scandir(out) if entry.name in SITE_ENTRIES) if out.is_dir() else []
     if clashes:
         raise CodexmemError(
             "ERR_INVALID_INPUT",
