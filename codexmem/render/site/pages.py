@@ -156,7 +156,8 @@ def _search() -> dict[str, Any]:
     return {"title": "Search", "section": "search", "crumbs": []}
 
 
-def _home(data: SiteData) -> dict[str, Any]:
+def _project_counts(data: SiteData) -> dict[str, dict[str, int]]:
+    """Per project: its notes, sessions and handoffs, and its open handoffs (``open``)."""
     counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for kind in ("note", "session", "handoff"):
         for rec in data.records[kind].values():
@@ -164,6 +165,11 @@ def _home(data: SiteData) -> dict[str, Any]:
     for h in data.records["handoff"].values():
         if h["status"] == "open":
             counts[h["scope"]["project_id"]]["open"] += 1
+    return counts
+
+
+def _home(data: SiteData) -> dict[str, Any]:
+    counts = _project_counts(data)
     systems = [
         {
             "id": s["id"],
@@ -561,10 +567,8 @@ def _channels(data: SiteData) -> dict[str, Any]:
 
 def _projects(data: SiteData) -> tuple[dict[str, Any], Table]:
     context = {"title": "Projects", "section": "projects", "crumbs": [], "lead": "Every project, by name."}
-    notes: dict[str, int] = defaultdict(int)
-    for note in data.records["note"].values():
-        notes[note["scope"]["project_id"]] += 1
-    named = [(p["name"], p["url"], notes[pid]) for pid, p in data.projects.items()]
+    counts = _project_counts(data)
+    named = [(p["name"], p["url"], counts[pid]["note"]) for pid, p in data.projects.items()]
     return context, _names_table("projects", named, name_label="Project", count_label="Notes", noun="project")
 
 
