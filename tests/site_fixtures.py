@@ -348,10 +348,19 @@ def edit_note(fx: Fixture, title: str, changes: dict[str, Any], at: str) -> int:
     return version
 
 
-def add_channel(fx: Fixture, channel: str, count: int) -> list[str]:
-    """A second channel of ``count`` items (the bugs schema), written in one transaction: for paging."""
+def add_channel(fx: Fixture, channel: str, count: int, *, options: int = 0) -> list[str]:
+    """A second channel of ``count`` items (the bugs schema), written in one transaction: for paging.
+
+    With ``options``, a select field ``component`` of that many options without colours (each
+    takes the next of the default palette), item ``n`` set to option ``n % options``.
+    """
     schema = {**BUGS_SCHEMA, "record_channel_id": channel, "name": f"Big {channel}"}
     schema["fields"] = [f for f in BUGS_SCHEMA["fields"] if f["key"] != "blocks"]
+    if options:
+        choices = [{"value": f"c{n}", "label": f"Component {n}"} for n in range(options)]
+        schema["fields"].append(
+            {"key": "component", "label": "Component", "type": "select", "config": {"options": choices}}
+        )
     statuses = [o["value"] for o in STATUS]
     ids: list[str] = []
     with fx.store.transaction(ACTOR, at=ts(20)) as txn:
@@ -365,6 +374,8 @@ def add_channel(fx: Fixture, channel: str, count: int) -> list[str]:
                 "points": (n * 7) % 14,
                 "labels": ["api"] if n % 5 == 0 else [],
             }
+            if options:
+                values["component"] = f"c{n % options}"
             item = Item(
                 item_id=iid, record_channel_id=channel, version=1, created_at=ts(20), updated_at=ts(20), values=values
             )

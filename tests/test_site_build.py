@@ -9,6 +9,7 @@ import io
 import json
 import multiprocessing
 import posixpath
+import re
 import shutil
 import threading
 import urllib.request
@@ -22,6 +23,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 from site_fixtures import (
+    BUGS_SCHEMA,
     IMG,
     NOW,
     PAYLOADS,
@@ -343,8 +345,8 @@ def test_history_backlinks_and_chips(fx: Fixture, built: Path) -> None:
     imported = page_of(built, "notes", fx.notes["Backend rejects legacy payment aliases"])
     assert f'href="../../imports/{fx.imports[0]}/"' in imported
     channel = (built / "channels/bugs/index.html").read_text()
-    assert ".o2-2{--chip:#22c55e;--chip-fg:#000000}" in channel  # Fixed (field 2, option 2), from the schema
-    assert '<span class="chip o2-2">Fixed</span>' in channel
+    assert ".cc-22c55e{--chip:#22c55e;--chip-fg:#000000}" in channel  # Fixed's colour, from the schema
+    assert '<span class="chip cc-22c55e">Fixed</span>' in channel
     session = page_of(built, "sessions", fx.sessions[1])
     assert f'href="../../notes/{new_id}/"' in session  # the session lists what it wrote
     assert 'data-label="Who"' not in session  # its own changes: no column repeating its name
@@ -758,6 +760,55 @@ def test_one_change_indexes_only_the_search_part_that_holds_it(tmp_path: Path, m
     assert {
         p.relative_to(out).as_posix() for p in out.rglob("*.html") if p.parts[len(out.parts)] != "pagefind"
     } == owned
+
+
+def test_channels_share_their_search_parts(tmp_path: Path) -> None:
+    """More channels add pages to the items' parts, not parts: a part per channel made 200 channels
+    205 Pagefind runs and a first search that loaded 205 bundles."""
+    import gzip
+
+    fx = make_store(tmp_path / "store")
+    extra = {channel: add_channel(fx, channel, 3) for channel in ("ops", "ideas", "support")}
+    out = tmp_path / "_site"
+    report = build_site(fx.store, out, now=BUILD_NOW)
+    listing = json.loads((out / "pagefind/parts.json").read_text())
+    assert [p for p in listing["parts"] if p.startswith("items")] == ["items"]
+    assert listing["folders"]["items"] == "channels/"
+    assert report.search is not None and report.search.parts == len(listing["parts"]) == 5
+    # Every item of every channel is in the one part, its URL relative to channels/.
+    urls = set()
+    for fragment in (out / "pagefind/items/fragment").iterdir():
+        raw = gzip.decompress(fragment.read_bytes())
+        urls.add(json.loads(raw.removeprefix(b"pagefind_dcd"))["url"])
+    expected = {f"/bugs/{iid}/" for iid in fx.items.values()}
+    expected |= {f"/{channel}/{iid}/" for channel, ids in extra.items() for iid in ids}
+    assert urls == expected
+    # A channel more changes the part's pages, so it is indexed again; the parts stay five.
+    add_channel(fx, "later", 2)
+    again = build_site(fx.store, out, now=BUILD_NOW)
+    assert again.search is not None and again.search.indexed == 1 and again.search.parts == 5
+
+
+def test_chip_rules_grow_with_colours_not_options(tmp_path: Path) -> None:
+    """A field of 300 options in the palette's 8 colours: each page of the channel carries 8 chip
+    rules, not one per option (a rule per option added 28 KB to every item page at 700)."""
+    from codexmem.models.channel import PALETTE
+
+    fx = make_store(tmp_path / "store")
+    ids = add_channel(fx, "parts", 12, options=300)
+    out = tmp_path / "out"
+    build(fx.store, out)
+    item = (out / "channels/parts" / ids[11] / "index.html").read_text()
+    rules = re.findall(r"\.(cc-[0-9a-f]{6})\{--chip:(#[0-9a-f]{6});", item)
+    # The other fields' own colours (status, severity...), and the palette's eight.
+    own = {o["color"].lower() for f in BUGS_SCHEMA["fields"] for o in f.get("config", {}).get("options", [])}
+    colours = own | set(PALETTE)
+    assert sorted(rules) == sorted((f"cc-{c.removeprefix('#')}", c) for c in colours)
+    assert len(rules) < 30
+    # Item 11 has option c11, the palette's colour 11 % 8: its chip wears that colour's class.
+    assert f'<span class="chip cc-{PALETTE[11 % 8].removeprefix("#")}">Component 11</span>' in item
+    channel = (out / "channels/parts/index.html").read_text()
+    assert len(re.findall(r"\.cc-[0-9a-f]{6}\{", channel)) == len(colours)
 
 
 def test_no_search_leaves_no_broken_link_and_says_so(fx: Fixture, tmp_path: Path) -> None:

@@ -49,7 +49,8 @@ def _make_fields(info: Rec) -> list[Rec]:
             "result_type": (f.get("config") or {}).get("result_type"),
             "max_stars": (f.get("config") or {}).get("max_stars"),
             "options": {
-                v: {"label": o["label"], "cls": f"o{n}-{o['rank']}", "rank": o["rank"]} for v, o in f["options"].items()
+                v: {"label": o["label"], "cls": chip_class(o["color"]), "rank": o["rank"]}
+                for v, o in f["options"].items()
             },
             "option_list": f["option_list"],
         }
@@ -57,10 +58,19 @@ def _make_fields(info: Rec) -> list[Rec]:
     ]
 
 
+def chip_class(color: str) -> str:
+    """A chip's class: one per colour (its text colour follows from it), not one per option."""
+    return f"cc-{color.removeprefix('#')}"
+
+
 def chip_styles(data: SiteData, cid: str) -> list[Rec]:
-    """One CSS rule per option (class, background, text colour): cells then carry a short class.
+    """One CSS rule per colour the channel's options use (background, text colour): chips then
+    carry a short class.
 
     Made once per channel and build (every item page of the channel carries the same rules).
+    A rule per option made each page grow with the options: a field of 700 options (components,
+    customers) added 28 KB to every item page; options share a few colours (the default palette
+    has 8).
     """
     found = data.chips.get(cid)
     if found is None:
@@ -69,11 +79,8 @@ def chip_styles(data: SiteData, cid: str) -> list[Rec]:
 
 
 def _make_chip_styles(info: Rec) -> list[Rec]:
-    return [
-        {"cls": f"o{n}-{o['rank']}", "color": o["color"], "fg": o["fg"]}
-        for n, f in enumerate(info["fields"])
-        for o in f["options"].values()
-    ]
+    colors = {chip_class(o["color"]): o for f in info["fields"] for o in f["options"].values()}
+    return [{"cls": cls, "color": o["color"], "fg": o["fg"]} for cls, o in sorted(colors.items())]
 
 
 def _relation_refs(data: SiteData, info: Rec, items: list[Rec]) -> dict[str, Rec]:
