@@ -12,6 +12,11 @@ each build in a fresh process, as a person runs ``codexmem site``:
 * with ``--cold-repeat N``, N more cold builds, each into a folder of its own and without the
   manifest (see ``_clear``: why the last output is not deleted first).
 
+Before each build what the last one wrote is flushed to disk. Before the first, the bench
+measures what creating a folder and a file costs on this disk at that moment (see
+``creation_cost``): a cold build creates some 35,000 at 5,000 notes, and right after many files
+were deleted that cost is several times higher here.
+
 Each row gives the wall time, the CPU time of the build process and of its children (Pagefind
 and render workers; steadier than the wall time on a shared machine), the render time (pages
 written; search parts are indexed meanwhile), the time search added after the last page, the
@@ -19,7 +24,8 @@ build process's own peak memory (``ru_maxrss``; and its render workers' when it 
 the largest Pagefind process's peak beside it, and the largest HTML page.
 Then, in Chromium through Playwright, the 10,000-item channel (the largest size's): the bytes of
 its first view, the time to load every row, and the median time of a sort and of a filter from
-the click to the redrawn table, and that page 2 holds rows 101-200.
+the click to the redrawn table, and that page 2 holds rows 101-200; and the first search of a
+visit, from the navigation to the results (all the search parts merged).
 
 The stores are kept under ``--keep`` (default: a temporary folder, removed at the end).
 """
@@ -28,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import resource
 import shutil
@@ -42,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.args import note_sizes
+from bench.site_shape import CHROMIUM_ARGS, SEARCH_QUERY, first_search
 from codexmem.models.records import Handoff, ImportAudit, Item, Note, ScopeRef, Session
 from codexmem.render.site import build_site
 from codexmem.store.layout import CHANNEL, HANDOFF, IMPORT, ITEM, NOTE, SESSION
@@ -312,7 +320,12 @@ def build_once(store_path: Path, out: Path, full: bool) -> dict[str, Any]:
 
 
 def measure(store_path: Path, out: Path, *, full: bool) -> dict[str, Any]:
-    """A build in a fresh process, as ``codexmem site`` runs: its figures as JSON."""
+    """A build in a fresh process, as ``codexmem site`` runs: its figures as JSON.
+
+    What the last step wrote is flushed to disk first (``os.sync``), so its write-back does not
+    run during this build (a person's build does not follow another one by a second).
+    """
+    os.sync()
     args = [sys.executable, "-m", "bench.site_build", "--build-once", str(store_path), str(out)]
     done = subprocess.run([*args, "--full"] if full else args, capture_output=True, text=True, check=True)
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -333,6 +346,23 @@ def _clear(store_path: Path, out: Path) -> None:
     shutil.rmtree(store_path / ".cache" / "site", ignore_errors=True)
 
 
+def creation_cost(folder: Path, count: int = 2000) -> float:
+    """Milliseconds of CPU to create a folder and a 5 KB file in it, now, on this disk (mean of ``count``).
+
+    A cold build creates some 35,000 files and folders at 5,000 notes (pages and search
+    fragments). On a filesystem without a journal (ext4 here), creating one right after many
+    were deleted costs several times more (ext4 skips inodes freed in the last minutes, one by
+    one), so the same build takes seconds longer: this says which case a run measured.
+    """
+    folder.mkdir(parents=True)
+    started = time.process_time()
+    for n in range(count):
+        sub = folder / f"f{n}"
+        sub.mkdir()
+        (sub / "index.html").write_bytes(b"x" * 5000)
+    return (time.process_time() - started) * 1000 / count
+
+
 def du(folder: Path) -> tuple[float, int]:
     files = [p for p in folder.rglob("*") if p.is_file()]
     return sum(p.stat().st_size for p in files) / 1e6, len(files)
@@ -350,16 +380,6 @@ def _row(size: int, step: str, r: dict[str, Any]) -> str:
 
 # ------------------------------------------------------------------ the channel in Chromium
 
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-
 
 def browser_figures(site: Path, runs: int = 7) -> dict[str, Any]:
     """First view, load, sort and filter of the ``bugs`` channel, in Chromium through Playwright."""
@@ -374,7 +394,7 @@ def browser_figures(site: Path, runs: int = 7) -> dict[str, Any]:
     out: dict[str, Any] = {"first_view_kb": first_view / 1024}
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
+            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
             page = browser.new_page()
             page.goto(url)
             started = time.perf_counter()
@@ -407,6 +427,7 @@ def browser_figures(site: Path, runs: int = 7) -> dict[str, Any]:
     finally:
         server.shutdown()
         server.server_close()
+    out["search_ms"], out["search_requests"] = first_search(site)
     return out
 
 
@@ -447,6 +468,7 @@ def main() -> int:
         return 0
     work = args.keep or Path(tempfile.mkdtemp(prefix="site-bench-"))
     rows = []
+    probes: dict[int, float] = {}
     browser: dict[str, Any] = {}
     try:
         sizes = args.sizes
@@ -458,6 +480,8 @@ def main() -> int:
                 print(f"generated {size:,} notes and items in {time.perf_counter() - started:.1f} s", file=sys.stderr)
             out = work / f"site-{size}"
             _clear(root, out)
+            os.sync()
+            probes[size] = creation_cost(work / f"probe-{size}")
             rows.append((size, "cold", measure(root, out, full=True)))
             rows.append((size, "no change", measure(root, out, full=False)))
             change_one_note(Store(root))
@@ -482,6 +506,9 @@ def main() -> int:
     print("|---:|---|---:|---:|---:|---|---:|---:|---:|---:|")
     for size, step, r in rows:
         print(_row(size, step, r))
+    print()
+    for size, probe in probes.items():
+        print(f"Before the {size:,} builds, creating a folder and a 5 KB file in it cost {probe:.3f} ms of CPU.")
     if browser:
         print()
         print(
@@ -490,6 +517,11 @@ def main() -> int:
             f" every row loaded {browser['load_all_ms']:.0f} ms after the page; sort {browser['sort_ms']:.1f} ms,"
             f" filter {browser['filter_ms']:.1f} ms (median of 7, click to redrawn table); ?page=2 shows"
             f' "{browser["page_2"]}"'
+        )
+        print(
+            f"First search of a visit (search/?q={SEARCH_QUERY}, a fresh browser context):"
+            f" {browser['search_ms']:.0f} ms from the navigation to the results, {browser['search_requests']}"
+            f" requests to the search bundles (median of 3)"
         )
     return 0
 

@@ -26,14 +26,11 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import re
-import statistics
-import threading
 from pathlib import Path
 from typing import Any
 
 from bench.args import counts
-from bench.site_shape import example_store, print_table, timed_build
+from bench.site_shape import example_store, first_search, print_table, timed_build
 from codexmem.models.records import Item
 from codexmem.render.site.search import PAGEFIND_DIR, PARTS_FILE
 from codexmem.store.layout import CHANNEL, ITEM
@@ -42,16 +39,6 @@ from scripts.bugs_channel import BUGS_SCHEMA, bug_values
 
 AT = "2026-11-20T09:00:00.000Z"
 BATCH = 200
-QUERY = "crashes"
-BROWSER_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 
 def main() -> None:
@@ -165,39 +152,6 @@ def _build(store: Store, out: Path, name: str, *, full: bool, browser: bool) -> 
     else:
         row["first_search"] = row["requests"] = "-"
     return row
-
-
-def first_search(site: Path, runs: int = 3) -> tuple[float, int]:
-    """Median milliseconds from opening ``search/?q=...`` to its results shown, and the requests to
-    ``pagefind/`` one such page made, in Chromium through Playwright."""
-    from playwright.sync_api import sync_playwright
-
-    from codexmem.render.site.serve import make_server
-
-    server = make_server(site, port=0, quiet=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/search/?q={QUERY}"
-    times, requests = [], []
-    try:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=BROWSER_ARGS)
-            for _ in range(runs):
-                context = browser.new_context()  # a fresh cache: the first search of a visit
-                page = context.new_page()
-                seen: list[str] = []
-                page.on("request", lambda r, seen=seen: seen.append(r.url) if f"/{PAGEFIND_DIR}/" in r.url else None)
-                page.goto(url)
-                page.locator("[data-search-status]").filter(has_text=re.compile(r"results? for")).wait_for(
-                    timeout=120_000
-                )
-                times.append(page.evaluate("performance.now()"))
-                requests.append(len(seen))
-                context.close()
-            browser.close()
-    finally:
-        server.shutdown()
-        server.server_close()
-    return statistics.median(times), int(statistics.median(requests))
 
 
 if __name__ == "__main__":

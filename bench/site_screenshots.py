@@ -16,6 +16,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from bench.site_shape import CHROMIUM_ARGS
 from codexmem.cli.site_cmd import parse_now
 from codexmem.render.site import build_site
 from codexmem.render.site.serve import make_server
@@ -23,15 +24,6 @@ from codexmem.store.layout import ITEM
 from codexmem.store.store import Store
 
 REPO = Path(__file__).resolve().parent.parent
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
 
 
@@ -62,7 +54,7 @@ def shots(out: Path, now: str) -> list[Path]:
         }
         out.mkdir(parents=True, exist_ok=True)
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
+            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
             for size, viewport in SIZES.items():
                 context = browser.new_context(viewport=viewport, color_scheme="light", device_scale_factor=1)
                 page = context.new_page()

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from site_fixtures import NOW, SCRIPT, SVG, Fixture, add_channel, make_store, ts
 
+from bench.site_shape import CHROMIUM_ARGS as ARGS
 from codexmem.cli.site_cmd import parse_now
 from codexmem.render.site import build_site
 from codexmem.render.site.history_pages import INLINE_EVENTS
@@ -25,15 +26,6 @@ from codexmem.render.site.tables import PAGE_ROWS
 from codexmem.store.layout import ITEM
 
 CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 PREFIX = "/repo/"
 BIG = 2 * PAGE_ROWS + 20
 """Items in the second channel: three pages, the last one short."""
