@@ -51,6 +51,7 @@ WarningCode = Literal[
     "WARN_SECRET_REDACTED",
     "WARN_NO_CHANGE",
     "WARN_UNREADABLE_FILES",
+    "WARN_SCHEMA_CUT",
 ]
 WARNING_CODES: tuple[str, ...] = get_args(WarningCode)
 

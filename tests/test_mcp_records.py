@@ -332,6 +332,50 @@ async def test_a_rejection_of_very_many_fields_stays_within_the_budget(tmp_path:
     assert len(error["fields"]) + error["more_fields"] == 120 and "and 110 more" in error["message"]
 
 
+async def test_a_field_of_many_options_leaves_room_for_the_items_and_a_rejection_names_the_nearest(
+    tmp_path: Path,
+) -> None:
+    """700 options: every page still holds items within the budget (before, the schema alone was
+    43 KB and no item fitted), and a rejection lists the 25 options nearest the value sent."""
+    path = new_store(tmp_path / "s")
+    store = Store(path)
+    options = [{"value": f"comp_{n}", "label": f"Component {n}"} for n in range(700)]
+    component = {"key": "component", "label": "Component", "type": "select", "config": {"options": options}}
+    schema = {"name": "Parts", "fields": [{"key": "title", "label": "Title", "type": "text"}, component]}
+    service.add_channel(store, "parts", schema, actor=PERSON, now=NOW)
+    ids = [
+        service.create_item(store, "parts", {"title": f"Part {n}", "component": f"comp_{n}"}, actor=PERSON, now=NOW)
+        for n in range(30)
+    ]
+    seen: list[str] = []
+    before: str | None = None
+    async with mcp_client(path) as client:
+        while True:  # each call checks its answer is within the budget
+            args: dict[str, Any] = {"record_channel_id": "parts", "limit": 50}
+            if before:
+                args["before_id"] = before
+            page = await call(client, "list_record_items", **args)
+            assert page["data"]["items"], page["data"].get("next_before_id")  # never an empty page
+            assert [w["code"] for w in page["warnings"]] == ["WARN_SCHEMA_CUT"]
+            seen += [i["id"] for i in page["data"]["items"]]
+            if not page["data"]["has_more"]:
+                break
+            before = page["data"]["next_before_id"]
+        listed = next(f for f in page["data"]["schema"]["fields"] if f["key"] == "component")["config"]
+        label = await _edit(client, ids[12]["id"], {"component": "Component 512"}, 1, "k1", "parts")
+        typo = await _edit(client, ids[12]["id"], {"component": "comp_51x"}, 1, "k2", "parts")
+    assert sorted(seen) == sorted(i["id"] for i in ids)
+    assert listed["options_total"] == 700 and 0 < len(listed["options"]) < 700
+    assert listed["options"][0] == {"value": "comp_0", "label": "Component 0"}  # no colour: people's
+    entry = label["error"]["fields"][0]
+    assert entry["message"].endswith('(that is the label of "comp_512")')
+    assert entry["options_total"] == 700 and len(entry["allowed"]) == len(entry["options"]) == 25
+    assert "comp_512" in entry["allowed"]
+    near = typo["error"]["fields"][0]["allowed"]
+    assert "comp_51" in near and {f"comp_51{d}" for d in range(10)} <= set(near)
+    assert near == sorted(near, key=lambda v: int(v.removeprefix("comp_")))  # in the schema's order
+
+
 # -------------------------------------------------------------------------------- idempotency
 
 

@@ -21,6 +21,8 @@ from codexmem.store.layout import KINDS
 from codexmem.store.store import Store
 from codexmem.timeutil import compact_ts
 
+SCHEMA_BUDGET = MAX_ANSWER_BYTES // 2
+"""The bytes a page's schema may take: the rest of the answer is the previews'."""
 AUTHOR_CHARS = 24
 """An event's author as a short name: the slug of the git identity, cut to this length."""
 
@@ -43,7 +45,7 @@ def items_page(
 ) -> dict[str, Any]:
     """``list_record_items``: the schema and a page of previews; ``next_before_id`` continues it."""
     page = service.list_items(store, channel_id, before_id=before_id, limit=limit, now=now)
-    schema = page.schema.to_public()
+    schema = fitted_schema(page.schema.to_public(), warnings)
 
     def render(kept: list[dict[str, Any]]) -> dict[str, Any]:
         cut = len(kept) < len(page.items)
@@ -59,6 +61,46 @@ def items_page(
         return data
 
     return fit(page.items, render, warnings)[0]
+
+
+def fitted_schema(schema: dict[str, Any], warnings: Warnings) -> dict[str, Any]:
+    """The schema a page carries, in at most ``SCHEMA_BUDGET`` bytes so the previews have room.
+
+    A schema over it loses its options' colours first (they are for people; an agent sends
+    values), then the longest option lists are halved until it fits: such a field keeps its
+    first options and says how many it has (``options_total``), and a warning says which were
+    cut. A field of 150 options made the schema fill the page (0 previews, the same empty page
+    again for every call); 700 made an answer of 43 KB that Codex would cut in the middle.
+    """
+    if size_of(schema) <= SCHEMA_BUDGET:
+        return schema
+    fields = [{**f, "config": {**f["config"]}} if "config" in f else dict(f) for f in schema["fields"]]
+    for f in fields:
+        options = f.get("config", {}).get("options")
+        if options:
+            f["config"]["options"] = [{k: v for k, v in o.items() if k != "color"} for o in options]
+    fitted = {**schema, "fields": fields}
+    totals: dict[str, int] = {}
+    while size_of(fitted) > SCHEMA_BUDGET:
+        longest = max(fields, key=lambda f: len(f.get("config", {}).get("options") or []))
+        options = longest.get("config", {}).get("options") or []
+        if not options:
+            break  # not options that make it large: the page's own fit says what fits
+        totals.setdefault(longest["key"], len(options))
+        longest["config"]["options"] = options[: len(options) // 2]
+        longest["config"]["options_total"] = totals[longest["key"]]
+    if totals:
+        cut = ", ".join(f"{key} {len(_options_of(fields, key))} of {total}" for key, total in totals.items())
+        warnings.add(
+            "WARN_SCHEMA_CUT",
+            f"the schema lists only the first options of fields with many ({cut}); an edit is checked"
+            " against all of them, and a rejection names the options nearest the value sent",
+        )
+    return fitted
+
+
+def _options_of(fields: list[dict[str, Any]], key: str) -> list[Any]:
+    return next(f["config"]["options"] for f in fields if f["key"] == key)
 
 
 def item(store: Store, channel_id: str, item_id: str, *, now: datetime, warnings: Warnings) -> dict[str, Any]:

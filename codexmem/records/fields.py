@@ -19,6 +19,7 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from datetime import date
+from difflib import SequenceMatcher
 from typing import Any, Final
 from urllib.parse import urlsplit
 
@@ -48,6 +49,9 @@ long text is cut in previews and, if ever needed, in a full answer."""
 
 GIVEN_MAX_CHARS: Final = 200
 """A rejected value is echoed back as ``given`` only if its compact JSON is this short."""
+
+OPTIONS_SHOWN: Final = 25
+"""A rejection lists at most this many options of a field (the ones nearest the value sent)."""
 
 TEXT_LIKE_TYPES: Final = frozenset({"text", "email", "url", "file"})
 
@@ -153,12 +157,38 @@ class _Failures:
         self.add(f.key, message, **entry_extra)
 
 
-def _options_extra(f: FieldDef) -> dict[str, Any]:
-    options = f.config.options or []
+def _options_extra(f: FieldDef, given: Any = None) -> dict[str, Any]:
+    """The options a rejection lists: all of them, or past ``OPTIONS_SHOWN`` the ones nearest
+    ``given`` (in the schema's order) and how many there are.
+
+    Every option in a rejection made a field of 700 options a 33 KB entry, over the answer
+    budget: the rejection then dropped the entry and said nothing of what was allowed.
+    """
+    options = list(f.config.options or [])
+    extra: dict[str, Any] = {}
+    if len(options) > OPTIONS_SHOWN:
+        extra["options_total"] = len(options)
+        options = _nearest(options, given)
     return {
         "allowed": [o.value for o in options],
         "options": [{"value": o.value, "label": o.label} for o in options],
+        **extra,
     }
+
+
+def _nearest(options: list[Any], given: Any) -> list[Any]:
+    """The ``OPTIONS_SHOWN`` options whose value or label is most like ``given`` (each string
+    sent, for a list), kept in the schema's order; the first ones when nothing was sent."""
+    sent = [g for g in (given if isinstance(given, list) else [given]) if isinstance(g, str)]
+    if not sent:
+        return options[:OPTIONS_SHOWN]
+
+    def likeness(option: Any) -> float:
+        names = (option.value.casefold(), option.label.casefold())
+        return max(SequenceMatcher(None, g.casefold(), n).ratio() for g in sent for n in names)
+
+    ranked = sorted(range(len(options)), key=lambda i: (-likeness(options[i]), i))[:OPTIONS_SHOWN]
+    return [options[i] for i in sorted(ranked)]
 
 
 def _option_hint(f: FieldDef, given: Any) -> str:
@@ -378,7 +408,7 @@ def _check_select(f: FieldDef, v: Any, out: _Failures) -> None:
         f,
         v,
         f"values.{f.key} must be one of the option values, got {_show(v)}{_option_hint(f, v)}",
-        **_options_extra(f),
+        **_options_extra(f, v),
     )
 
 
@@ -393,7 +423,7 @@ def _repeated(items: list[Any]) -> list[Any]:
 
 
 def _check_multi_select(f: FieldDef, v: Any, out: _Failures) -> None:
-    extra = _options_extra(f)
+    extra = _options_extra(f, v)
     if not isinstance(v, list):
         out.value(f, v, f"values.{f.key} must be a list of option values, got {_show(v)}", **extra)
         return
