@@ -376,6 +376,35 @@ async def test_a_field_of_many_options_leaves_room_for_the_items_and_a_rejection
     assert near == sorted(near, key=lambda v: int(v.removeprefix("comp_")))  # in the schema's order
 
 
+async def test_a_channel_of_many_long_fields_pages_on_one_item_at_a_time(tmp_path: Path) -> None:
+    """40 text fields of 200 characters: one preview does not fit beside the schema, so each page
+    carries one item with its texts cut further (before: no item, and has_more, for ever)."""
+    path = new_store(tmp_path / "s")
+    store = Store(path)
+    fields = [{"key": "title", "label": "Title", "type": "text"}]
+    fields += [{"key": f"note_{k}", "label": f"Note {k}", "type": "text"} for k in range(40)]
+    service.add_channel(store, "wide", {"name": "Wide", "fields": fields}, actor=PERSON, now=NOW)
+    values = {f"note_{k}": "word " * 40 for k in range(40)}
+    ids = [
+        service.create_item(store, "wide", {"title": f"T{n}", **values}, actor=PERSON, now=NOW)["id"] for n in range(3)
+    ]
+    seen: list[str] = []
+    before: str | None = None
+    async with mcp_client(path) as client:
+        for _ in range(10):  # each call checks its answer is within the budget
+            args: dict[str, Any] = {"record_channel_id": "wide", "limit": 50}
+            if before:
+                args["before_id"] = before
+            page = (await call(client, "list_record_items", **args))["data"]
+            assert len(page["items"]) == 1 and page.get("truncated", False) is page["has_more"]
+            assert page["items"][0]["truncated_values"] and page["items"][0]["values"]["title"].startswith("T")
+            seen.append(page["items"][0]["id"])
+            if not page["has_more"]:
+                break
+            before = page["next_before_id"]
+    assert seen == list(reversed(ids))
+
+
 # -------------------------------------------------------------------------------- idempotency
 
 

@@ -60,22 +60,32 @@ def items_page(
             data["truncated"] = True
         return data
 
-    return fit(page.items, render, warnings)[0]
+    data, kept = fit(page.items, render, warnings)
+    if kept == 0 and page.items:
+        # A preview larger than the room the schema leaves (many long text fields): the first one,
+        # its longest texts cut further, so every page moves on. An empty page with has_more sent
+        # an agent back for the same empty page.
+        data = render([fit_item(lambda it: ok(render([it]), warnings), page.items[0])])
+    return data
 
 
 def fitted_schema(schema: dict[str, Any], warnings: Warnings) -> dict[str, Any]:
     """The schema a page carries, in at most ``SCHEMA_BUDGET`` bytes so the previews have room.
 
-    A schema over it loses its options' colours first (they are for people; an agent sends
-    values), then the longest option lists are halved until it fits: such a field keeps its
-    first options and says how many it has (``options_total``), and a warning says which were
-    cut. A field of 150 options made the schema fill the page (0 previews, the same empty page
-    again for every call); 700 made an answer of 43 KB that Codex would cut in the middle.
+    A schema over it loses what an agent can do without first: its options' colours (they are
+    for people; an agent sends values) and the flags that are false (``is_required``,
+    ``is_unique``). Then the longest option lists are halved until it fits: such a field keeps
+    its first options and says how many it has (``options_total``), and a warning says which
+    were cut. A field of 150 options made the schema fill the page (0 previews, the same empty
+    page again for every call); 700 made an answer of 43 KB that Codex would cut in the middle.
     """
     if size_of(schema) <= SCHEMA_BUDGET:
         return schema
     fields = [{**f, "config": {**f["config"]}} if "config" in f else dict(f) for f in schema["fields"]]
     for f in fields:
+        for flag in ("is_required", "is_unique"):
+            if f.get(flag) is False:
+                del f[flag]
         options = f.get("config", {}).get("options")
         if options:
             f["config"]["options"] = [{k: v for k, v in o.items() if k != "color"} for o in options]
