@@ -811,6 +811,28 @@ def test_chip_rules_grow_with_colours_not_options(tmp_path: Path) -> None:
     assert len(re.findall(r"\.cc-[0-9a-f]{6}\{", channel)) == len(colours)
 
 
+def test_an_item_page_carries_only_the_options_it_shows(tmp_path: Path) -> None:
+    """A page's context is hashed every build: a field's 300 options in every item page's facts and
+    history made a no-change build grow with them (twice as long at 700 options, 2,000 items)."""
+    from codexmem.render.site.channel_pages import item_page
+    from codexmem.render.site.data import load
+
+    fx = make_store(tmp_path / "store")
+    ids = add_channel(fx, "parts", 3, options=300)
+    with fx.store.transaction("cli:tester", at=ts(21)) as txn:
+        cur = txn.get(ITEM, ids[2], "parts")
+        assert cur is not None
+        changed = {**cur, "version": 2, "updated_at": ts(21), "values": {**cur["values"], "component": "c7"}}
+        txn.put(ITEM, changed, event_type="updated", changed=["values.component"])
+    data = load(fx.store, fx.store.fresh_index(full=True), now=None, cached=False)
+    context = item_page(data, "parts", data.items["parts"][ids[2]])
+    fact = next(f for f in context["facts"] if f["key"] == "component")
+    assert fact["value"] == "c7" and list(fact["options"]) == ["c7"] and "option_list" not in fact
+    change = next(c for r in context["history"]["rows"] for c in r["changes"] if c["key"] == "component")
+    assert (change["old"], change["new"]) == ("c2", "c7") and sorted(change["f"]["options"]) == ["c2", "c7"]
+    assert fact["options"]["c7"]["label"] == "Component 7"  # the chip still has its label and class
+
+
 def test_no_search_leaves_no_broken_link_and_says_so(fx: Fixture, tmp_path: Path) -> None:
     out = tmp_path / "out"
     build_site(fx.store, out, now=BUILD_NOW)  # with search, then without: the old index goes

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from codexmem.render.site.data import Rec, SiteData, texts_of, url_of
-from codexmem.render.site.pieces import backlinks, history
+from codexmem.render.site.pieces import backlinks, history, shown_options
 from codexmem.render.site.tables import Row, Table, param_of
 
 TABLE_TEXT_CHARS = 100
@@ -222,7 +222,7 @@ def item_page(data: SiteData, cid: str, item: Rec) -> dict[str, Any]:
         value = _cell_value(f, item)
         if f["key"] in (info["title_key"], info["key_field"]):
             continue
-        entry = {**f, "value": value}
+        entry = {**shown_options(f, value), "value": value}
         long_text = isinstance(value, str) and (len(value) > LONG_TEXT_CHARS or "\n" in value)
         if f["type"] == "json" or (f["type"] == "text" and long_text):
             texts.append(entry)

@@ -5,6 +5,8 @@ Each returns plain data holding only what a page shows of the records it links t
 
 from __future__ import annotations
 
+from typing import Any
+
 from codexmem.render.site.data import Rec, SiteData, file_slug, url_of
 from codexmem.render.textdiff import plain_value
 
@@ -113,10 +115,24 @@ def history(data: SiteData, rid: str, fields: list[Rec] | None = None) -> Rec:
 
 
 def _change_view(change: Rec, f: Rec | None) -> Rec:
-    view = {**change, "label": f["label"] if f else change["key"].replace("_", " "), "f": f}
+    shown = shown_options(f, change.get("old"), change.get("new")) if f else None
+    view = {**change, "label": f["label"] if f else change["key"].replace("_", " "), "f": shown}
     if change["kind"] in ("value", "unknown") and f is None:
         view["old"], view["new"] = plain_value(change["old"]), plain_value(change["new"])
     return view
+
+
+def shown_options(field: Rec, *values: Any) -> Rec:
+    """An item's field with only the options ``values`` show (a value, or a list of them).
+
+    A page's context is hashed every build and carried to its worker: the whole option list in
+    each fact and each change made a no-change build of 2,000 items twice as long at 700 options.
+    """
+    if not field.get("options"):
+        return field
+    shown = [v for value in values for v in (value if isinstance(value, list) else [value])]
+    options = {v: field["options"][v] for v in shown if isinstance(v, str) and v in field["options"]}
+    return {**{k: v for k, v in field.items() if k != "option_list"}, "options": options}
 
 
 def backlinks(data: SiteData, rid: str) -> list[Rec]:
