@@ -224,6 +224,34 @@ def test_agents_out_writes_only_its_marked_block(tmp_path: Path, capsys: pytest.
 # ------------------------------------------------------------------ errors in the CLI's words
 
 
+def test_a_refused_option_of_a_field_of_many_names_the_nearest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A field of 300 options: the refusal lists the 25 nearest the value sent, and says so."""
+    root, _ = bugs_store(tmp_path / "s", 0)
+    options = [{"value": f"comp_{n}", "label": f"Component {n}"} for n in range(300)]
+    schema = {
+        "name": "Parts",
+        "fields": [
+            {"key": "title", "label": "Title", "type": "text"},
+            {"key": "component", "label": "Component", "type": "select", "config": {"options": options}},
+        ],
+    }
+    (tmp_path / "parts.yaml").write_text(dump_yaml(schema), "utf-8")
+    store = ["--store", str(root)]
+    assert run(capsys, "channels", "add", "--schema", str(tmp_path / "parts.yaml"), "parts", *store)[0] == 0
+    code, item, _ = run(capsys, "items", "add", "parts", "--json", '{"title": "Bolt", "component": "comp_5"}', *store)
+    assert code == 0
+    code, out, err = run(
+        capsys, "items", "edit", "parts", item.strip(), "--json", '{"component": "Component 217"}', *store
+    )
+    assert code == 2 and out == ""
+    line = err.splitlines()[1]
+    assert line.startswith('  values.component must be one of the option values, got "Component 217"')
+    assert '(that is the label of "comp_217"); allowed values nearest it (25 of 300): ' in line
+    assert line.count(" (Component ") == 25 and "comp_217 (Component 217)" in line
+
+
 def test_errors_name_cli_commands_and_the_allowed_values(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root, ids = bugs_store(tmp_path / "s", 2)
     store = ["--store", str(root)]

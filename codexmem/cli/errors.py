@@ -55,6 +55,9 @@ def _allowed(field: dict[str, Any]) -> str:
         for o in options[:MAX_OPTIONS]
     ]
     more = f" and {len(options) - MAX_OPTIONS} more" if len(options) > MAX_OPTIONS else ""
+    total = field.get("options_total")
+    if isinstance(total, int) and total > len(options):  # a field of many: the nearest were sent
+        return f"allowed values nearest it ({len(options)} of {total}): " + ", ".join(shown) + more
     return "allowed values: " + ", ".join(shown) + more
 
 
