@@ -109,6 +109,29 @@ async def test_channels_are_listed_with_their_item_counts(tmp_path: Path) -> Non
     }
 
 
+async def test_a_long_list_of_channels_goes_on_with_after_id(tmp_path: Path) -> None:
+    """300 channels: each answer within the budget, every channel listed once, by id (before, the
+    first 141 and ``truncated``, with no way to the rest)."""
+    path = new_store(tmp_path / "s")
+    store = Store(path)
+    fields = [{"key": "title", "label": "Title", "type": "text"}]
+    ids = [f"tracker_{n:03d}" for n in range(300)]
+    for cid in reversed(ids):
+        service.add_channel(store, cid, {"name": f"Tracker number {cid}", "fields": fields}, actor=PERSON, now=NOW)
+    seen: list[str] = []
+    calls = 0
+    async with mcp_client(path) as client:
+        args: dict[str, Any] = {}
+        while True:  # each call checks its answer is within the budget
+            data = (await call(client, "list_record_channels", **args))["data"]
+            calls += 1
+            seen += [c["id"] for c in data["channels"]]
+            if not data.get("truncated"):
+                break
+            args = {"after_id": data["next_after_id"]}
+    assert seen == ids and calls == 3
+
+
 async def test_every_page_carries_the_schema_and_previews(tmp_path: Path) -> None:
     path, ids = bugs_store(tmp_path / "s", 5)
     async with mcp_client(path) as client:

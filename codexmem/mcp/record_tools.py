@@ -31,7 +31,9 @@ ItemId = Annotated[str, Field(pattern=r"^item_[0-9A-HJKMNP-TV-Z]{26}$", descript
 
 
 class ListChannelsInput(ToolInput):
-    pass
+    after_id: ChannelId | SkipJsonSchema[None] = Field(
+        default=None, description="next_after_id of the previous call; omit for the first channels"
+    )
 
 
 class ListItemsInput(ToolInput):
@@ -74,7 +76,7 @@ class PollInput(ToolInput):
 def _list_channels(state: ServerState, args: ListChannelsInput, warnings: Warnings) -> dict[str, Any]:
     from codexmem.records import answers
 
-    return answers.channels(state.store(), warnings)
+    return answers.channels(state.store(), warnings, after_id=args.after_id)
 
 
 def _list_items(state: ServerState, args: ListItemsInput, warnings: Warnings) -> dict[str, Any]:
@@ -124,7 +126,10 @@ def _poll(state: ServerState, args: PollInput, warnings: Warnings) -> dict[str, 
 TOOLS: list[ToolSpec] = [
     ToolSpec(
         name="list_record_channels",
-        description="List the record channels (id, name, item count). Open one with list_record_items.",
+        description=(
+            "List the record channels (id, name, item count), by id; a long list goes on with "
+            "after_id=next_after_id. Open one with list_record_items."
+        ),
         input_model=ListChannelsInput,
         handler=_list_channels,
         read_only=True,

@@ -27,14 +27,21 @@ AUTHOR_CHARS = 24
 """An event's author as a short name: the slug of the git identity, cut to this length."""
 
 
-def channels(store: Store, warnings: Warnings) -> dict[str, Any]:
-    """``list_record_channels``: every channel, as many as fit."""
-    rows = [{"id": c.id, "name": c.name, "item_count": c.item_count} for c in service.list_channels(store)]
+def channels(store: Store, warnings: Warnings, *, after_id: str | None = None) -> dict[str, Any]:
+    """``list_record_channels``: the channels by id (after ``after_id``), as many as fit; a cut
+    list says where to go on (``next_after_id``): about 140 fit, and past them none could be
+    reached before."""
+    rows = [
+        {"id": c.id, "name": c.name, "item_count": c.item_count}
+        for c in service.list_channels(store)
+        if after_id is None or c.id > after_id
+    ]
 
     def render(kept: list[dict[str, Any]]) -> dict[str, Any]:
         data: dict[str, Any] = {"channels": kept}
         if len(kept) < len(rows):
             data["truncated"] = True
+            data["next_after_id"] = kept[-1]["id"] if kept else after_id
         return data
 
     return fit(rows, render, warnings)[0]
