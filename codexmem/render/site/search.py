@@ -90,9 +90,14 @@ def split_parts(pages: dict[str, str]) -> dict[str, dict[str, str]]:
     return {name: dict(sorted(members.items())) for name, members in sorted(parts.items())}
 
 
+def top_folder(path: str) -> str:
+    """``notes/`` for ``notes/note_1/index.html``: the folder of a kind's pages and of its parts."""
+    return path.split("/", 1)[0] + "/"
+
+
 def part_folder(paths: Iterable[str]) -> str:
     """The top folder a part's pages are in (``notes/``, ``channels/``): Pagefind's site for it."""
-    folders = {path.split("/", 1)[0] + "/" for path in paths}
+    folders = {top_folder(path) for path in paths}
     if len(folders) != 1:
         raise CodexmemError("ERR_INVALID_INPUT", f"search: a part's pages are in {len(folders)} folders")
     return folders.pop()
@@ -147,7 +152,7 @@ class Indexer:
             if kind in self.done:
                 raise RuntimeError(f"site plan: pages of {kind} are not together")
             self.kind = kind
-            self.folder = path.split("/", 1)[0] + "/"
+            self.folder = top_folder(path)
         self.pages[path] = inputs
         self.poll()
 
