@@ -164,7 +164,7 @@ def generate(root: Path, *, notes: int, items: int) -> Store:
         pid = PROJECTS[n % len(PROJECTS)]
         sessions.append(
             Session(
-                session_id=_id("sess", at, rng),
+                session_id=record_id("sess", at, rng),
                 version=1,
                 scope=_scope(pid),
                 status="ended",
@@ -183,7 +183,7 @@ def generate(root: Path, *, notes: int, items: int) -> Store:
         at = datetime.fromisoformat(session.started_at.replace("Z", "+00:00")) + timedelta(minutes=5 + n % 90)
         note_models.append(
             Note(
-                note_id=_id("note", at, rng),
+                note_id=record_id("note", at, rng),
                 version=1,
                 scope=session.scope,
                 session_id=session.session_id,
@@ -204,7 +204,7 @@ def generate(root: Path, *, notes: int, items: int) -> Store:
         mine = [m.note_id for m in note_models if m.session_id == session.session_id][:5]
         handoffs.append(
             Handoff(
-                handoff_id=_id("handoff", at, rng),
+                handoff_id=record_id("handoff", at, rng),
                 version=1,
                 scope=session.scope,
                 session_id=session.session_id,
@@ -222,7 +222,7 @@ def generate(root: Path, *, notes: int, items: int) -> Store:
     _put_all(store, HANDOFF, handoffs)
     imports = [
         ImportAudit(
-            import_id=_id("import", START + timedelta(hours=n), rng),
+            import_id=record_id("import", START + timedelta(hours=n), rng),
             version=1,
             scope=m.scope,
             session_id=m.session_id,
@@ -259,7 +259,7 @@ def _channel(store: Store, rng: random.Random, count: int) -> None:
             values["blocks"] = [rng.choice(models).item_id]
         models.append(
             Item(
-                item_id=_id("item", at, rng),
+                item_id=record_id("item", at, rng),
                 record_channel_id="bugs",
                 version=1,
                 created_at=_ts(at),
@@ -270,7 +270,7 @@ def _channel(store: Store, rng: random.Random, count: int) -> None:
     _put_all(store, ITEM, models)
 
 
-def _id(prefix: str, at: datetime, rng: random.Random) -> str:
+def record_id(prefix: str, at: datetime, rng: random.Random) -> str:
     from ulid import ULID
 
     return f"{prefix}_{ULID.from_int((int(at.timestamp() * 1000) << 80) | rng.getrandbits(80))}"

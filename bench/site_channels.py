@@ -30,11 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from bench.args import counts
+from bench.site_build import record_id
 from bench.site_shape import example_store, first_search, print_table, timed_build
 from codexmem.models.records import Item
 from codexmem.render.site.search import PAGEFIND_DIR, PARTS_FILE
 from codexmem.store.layout import CHANNEL, ITEM
 from codexmem.store.store import Store
+from codexmem.timeutil import parse_ts
 from scripts.bugs_channel import BUGS_SCHEMA, bug_values
 
 AT = "2026-11-20T09:00:00.000Z"
@@ -82,19 +84,15 @@ def _measure(tmp: Path, channels: int, total: int, *, browser: bool, options: in
     store = example_store(tmp)
     first, channel = add_channels(store, channels, total, options)
     out = tmp / "site"
-    rows = [_build(store, out, "cold", full=True, browser=browser)]
-    rows.append(_build(store, out, "no change", full=False, browser=False))
-    for row in rows:
-        row["item_bytes"] = (out / "channels" / channel / first / "index.html").stat().st_size
-        row["channel_bytes"] = (out / "channels" / channel / "index.html").stat().st_size
+    pages = {"item_bytes": f"channels/{channel}/{first}/index.html", "channel_bytes": f"channels/{channel}/index.html"}
+    rows = [_build(store, out, "cold", pages, full=True, browser=browser)]
+    rows.append(_build(store, out, "no change", pages, full=False, browser=False))
     with store.transaction("cli:bench", at=AT) as txn:
         current = txn.get(ITEM, first, channel)
         updated = {**current, "version": int(current["version"]) + 1, "updated_at": AT}
         updated["values"] = {**current["values"], "title": current["values"]["title"] + " (edited)"}
         txn.put(ITEM, updated, event_type="updated", changed=["title"])
-    rows.append(_build(store, out, "one item edited", full=False, browser=False))
-    rows[-1]["item_bytes"] = (out / "channels" / channel / first / "index.html").stat().st_size
-    rows[-1]["channel_bytes"] = (out / "channels" / channel / "index.html").stat().st_size
+    rows.append(_build(store, out, "one item edited", pages, full=False, browser=False))
     return rows
 
 
@@ -118,7 +116,7 @@ def add_channels(store: Store, channels: int, total: int, options: int = 0) -> t
             values["component"] = f"c{rng.randrange(options)}"
         items.append(
             Item(
-                item_id=_ulid(rng),
+                item_id=record_id("item", parse_ts(AT), rng),
                 record_channel_id=ids[n % channels],
                 version=1,
                 created_at=AT,
@@ -133,14 +131,11 @@ def add_channels(store: Store, channels: int, total: int, options: int = 0) -> t
     return items[0].item_id, ids[0]
 
 
-def _ulid(rng: random.Random) -> str:
-    from ulid import ULID
-
-    return f"item_{ULID.from_int((1_790_000_000_000 << 80) | rng.getrandbits(80))}"
-
-
-def _build(store: Store, out: Path, name: str, *, full: bool, browser: bool) -> dict[str, Any]:
+def _build(store: Store, out: Path, name: str, pages: dict[str, str], *, full: bool, browser: bool) -> dict[str, Any]:
+    """One timed build, its search parts and bundle bytes, the sizes of ``pages`` (row key -> path),
+    and with ``browser`` the first search of a visit."""
     row = timed_build(store, out, name, full=full)
+    row.update({key: (out / path).stat().st_size for key, path in pages.items()})
     bundles = out / PAGEFIND_DIR
     parts = json.loads((bundles / PARTS_FILE).read_text(encoding="utf-8"))["parts"]
     row["parts"] = f"{len(parts):,}"
