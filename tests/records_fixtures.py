@@ -39,6 +39,8 @@ REF_OPTIONS = [
     {"value": "red", "label": "Red", "color": "#ef4444"},
     {"value": "green", "label": "Green", "color": "#22c55e"},
 ]
+
+
 ALL_TYPES: dict[str, Any] = {
     "name": "Every field type",
     "fields": [
@@ -69,6 +71,19 @@ ALL_TYPES: dict[str, Any] = {
 
 def fixed_clock() -> datetime:
     return NOW
+
+
+def parts_schema(options: int) -> dict[str, Any]:
+    """A channel of a title and a ``component`` select of ``options`` options without colours
+    (``comp_<n>``, labelled ``Component <n>``): a field of many options."""
+    choices = [{"value": f"comp_{n}", "label": f"Component {n}"} for n in range(options)]
+    return {
+        "name": "Parts",
+        "fields": [
+            {"key": "title", "label": "Title", "type": "text"},
+            {"key": "component", "label": "Component", "type": "select", "config": {"options": choices}},
+        ],
+    }
 
 
 def new_store(root: Path) -> Path:

@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from records_fixtures import BUGS_SCHEMA, bugs_store, run_cli
+from records_fixtures import BUGS_SCHEMA, bugs_store, parts_schema, run_cli
 from store_fixtures import GIT_ENV, make_repo
 
 from codexmem.cli.main import main
@@ -229,15 +229,7 @@ def test_a_refused_option_of_a_field_of_many_names_the_nearest(
 ) -> None:
     """A field of 300 options: the refusal lists the 25 nearest the value sent, and says so."""
     root, _ = bugs_store(tmp_path / "s", 0)
-    options = [{"value": f"comp_{n}", "label": f"Component {n}"} for n in range(300)]
-    schema = {
-        "name": "Parts",
-        "fields": [
-            {"key": "title", "label": "Title", "type": "text"},
-            {"key": "component", "label": "Component", "type": "select", "config": {"options": options}},
-        ],
-    }
-    (tmp_path / "parts.yaml").write_text(dump_yaml(schema), "utf-8")
+    (tmp_path / "parts.yaml").write_text(dump_yaml(parts_schema(300)), "utf-8")
     store = ["--store", str(root)]
     assert run(capsys, "channels", "add", "--schema", str(tmp_path / "parts.yaml"), "parts", *store)[0] == 0
     code, item, _ = run(capsys, "items", "add", "parts", "--json", '{"title": "Bolt", "component": "comp_5"}', *store)

@@ -24,6 +24,7 @@ from records_fixtures import (
     fixed_clock,
     mcp_client,
     new_store,
+    parts_schema,
     run_cli,
 )
 
@@ -362,10 +363,7 @@ async def test_a_field_of_many_options_leaves_room_for_the_items_and_a_rejection
     43 KB and no item fitted), and a rejection lists the 25 options nearest the value sent."""
     path = new_store(tmp_path / "s")
     store = Store(path)
-    options = [{"value": f"comp_{n}", "label": f"Component {n}"} for n in range(700)]
-    component = {"key": "component", "label": "Component", "type": "select", "config": {"options": options}}
-    schema = {"name": "Parts", "fields": [{"key": "title", "label": "Title", "type": "text"}, component]}
-    service.add_channel(store, "parts", schema, actor=PERSON, now=NOW)
+    service.add_channel(store, "parts", parts_schema(700), actor=PERSON, now=NOW)
     ids = [
         service.create_item(store, "parts", {"title": f"Part {n}", "component": f"comp_{n}"}, actor=PERSON, now=NOW)
         for n in range(30)
