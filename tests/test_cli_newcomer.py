@@ -45,6 +45,23 @@ def tree(root: Path) -> dict[str, bytes]:
     }
 
 
+def own_files(repo: Path) -> dict[str, bytes]:
+    """``tree`` without the store's index cache, which any reading command may refresh."""
+    return {rel: raw for rel, raw in tree(repo).items() if "/.cache/" not in rel}
+
+
+def repo_with_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, Path]:
+    """A repository ``web`` with its store, made by ``init``."""
+    repo = make_repo(tmp_path / "web")
+    assert run(capsys, "init", "--store", str(repo / ".codexmem"))[0] == 0
+    return repo, repo / ".codexmem"
+
+
+def git_files(repo: Path) -> list[str]:
+    """Every path inside ``.git`` (a file written there would show)."""
+    return sorted(p.relative_to(repo / ".git").as_posix() for p in (repo / ".git").rglob("*"))
+
+
 def git_status(repo: Path) -> str:
     done = subprocess.run(["git", "status", "--porcelain"], cwd=repo, env=GIT_ENV, capture_output=True, text=True)
     return done.stdout
@@ -179,6 +196,68 @@ def test_site_out_naming_a_folder_of_a_persons_pages_replaces_none_of_them(
     assert (docs / "index.html").read_text() == "<h1>Our docs</h1>\n"
 
 
+def test_site_out_among_the_stores_or_gits_files_is_refused_and_nothing_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo, store = repo_with_store(tmp_path, capsys)
+    (tmp_path / "to-store").symlink_to(store)
+    before, status = tree(repo), git_status(repo)
+    inside_git = git_files(repo)
+    reasons = {
+        repo: f"it holds the store ({store}), and the site would land among its other files",
+        tmp_path: f"it holds the store ({store}), and the site would land among its other files",
+        store: f"it is inside the store ({store})",
+        store / "notes": f"it is inside the store ({store})",
+        tmp_path / "to-store" / "site": f"it is inside the store ({store})",  # through a link, too
+        repo / ".git": "it is inside a .git folder",
+        repo / ".git" / "site": "it is inside a .git folder",
+    }
+    for out, reason in reasons.items():
+        code, printed, err = run(capsys, "site", "--store", str(store), "--out", str(out), "--no-search")
+        assert (code, printed) == (2, ""), out
+        assert err == (
+            f"codexmem: error: --out {out}: {reason}; give a folder of the site's own, "
+            f"such as {repo / '_site'} (the default)\n"
+        )
+    assert tree(repo) == before and git_status(repo) == status
+    assert git_files(repo) == inside_git
+    assert run(capsys, "check", "--store", str(store))[0] == 0
+    assert run(capsys, "site", "--store", str(store), "--no-search")[0] == 0  # the default is beside the store
+    assert (repo / "_site" / "index.html").is_file()
+
+
+def usage_error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    """The one error line of a refused command line (argparse exits 2 before any work)."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(list(argv))
+    out, err = capsys.readouterr()
+    assert exit_info.value.code == 2 and out == ""
+    lines = err.splitlines()
+    assert lines[0].startswith("usage: codexmem") and lines[-1].startswith("codexmem: error: ")
+    return lines[-1]
+
+
+def test_an_empty_path_option_is_refused_not_read_as_its_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_repo(tmp_path / "web")
+    monkeypatch.chdir(repo)
+    for argv in (("--store", " ", "init"), ("init", "--store", "")):
+        assert usage_error(capsys, *argv).startswith("codexmem: error: argument --store: is empty: give a path")
+    assert not (repo / ".codexmem").exists()  # not made in the repository's place instead
+    assert run(capsys, "init")[0] == 0
+    before = tree(repo)
+    for argv in (
+        ("site", "--out", ""),
+        ("agents", "--out", " "),
+        ("channels", "add", "--schema", "", "bugs"),
+        ("summary", "--store", ""),
+    ):
+        option = next(a for a in argv if a.startswith("--"))
+        assert usage_error(capsys, *argv).startswith(f"codexmem: error: argument {option}: is empty: give a path")
+    assert tree(repo) == before
+
+
 # ------------------------------------------------------------------ agents --out never replaces a person's text
 
 
@@ -219,6 +298,31 @@ def test_agents_out_writes_only_its_marked_block(tmp_path: Path, capsys: pytest.
     assert run(capsys, "agents", *store, "--out", str(hand), "--check")[0] == 0
     assert run(capsys, "agents", *store, "--out", str(hand), "--mode", "overwrite")[0] == 0
     assert hand.read_text() == text
+
+
+def test_agents_out_inside_the_store_or_git_or_naming_a_folder_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo, store = repo_with_store(tmp_path, capsys)
+    before = own_files(repo)
+    inside_git = git_files(repo)
+    reasons = {
+        store
+        / "AGENTS.md": f"--out {store / 'AGENTS.md'}: it is inside the store ({store}); give the AGENTS.md of a work tree",
+        store: f"--out {store}: it is inside the store ({store}); give the AGENTS.md of a work tree",
+        repo
+        / ".git"
+        / "AGENTS.md": f"--out {repo / '.git' / 'AGENTS.md'}: it is inside a .git folder; give the AGENTS.md of a work tree",
+        repo: f"--out {repo} is a folder: give the file, such as {repo / 'AGENTS.md'}",
+    }
+    for out, message in reasons.items():
+        for extra in ((), ("--check",)):
+            code, printed, err = run(capsys, "agents", "--store", str(store), "--out", str(out), *extra)
+            assert (code, printed, err) == (2, "", f"codexmem: error: {message}\n"), (out, extra)
+    code, printed, err = run(capsys, "agents", "--global", "--out", str(repo / ".git" / "AGENTS.md"))
+    assert (code, printed) == (2, "") and "it is inside a .git folder" in err
+    assert own_files(repo) == before
+    assert git_files(repo) == inside_git
 
 
 # ------------------------------------------------------------------ errors in the CLI's words

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    from codexmem.cli.common import path_text
     from codexmem.render.agents import CLI_MODES
 
     p = sub.add_parser(
@@ -20,7 +22,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "left alone unless --mode says append or overwrite.",
     )
     p.add_argument("--project", metavar="ID", help="the declared project (needed when the store declares several)")
-    p.add_argument("--out", metavar="PATH", help="write here (default: print to stdout)")
+    p.add_argument("--out", type=path_text, metavar="PATH", help="write here (default: print to stdout)")
     p.add_argument("--global", dest="global_", action="store_true", help="render the ~/.codex/AGENTS.md text instead")
     p.add_argument(
         "--mode",
@@ -36,20 +38,23 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from codexmem.errors import CodexmemError
     from codexmem.render.agents import check_marked, project_context, render_global, render_project, write_marked
 
     if (args.check or args.mode) and not args.out:
         flag = "--check" if args.check else "--mode"
         raise CodexmemError("ERR_INVALID_INPUT", f"{flag} needs --out PATH: the AGENTS.md file")
+    store_root = None
     if args.global_:
         text = render_global()
     else:
         from codexmem.cli.common import open_store
 
-        text = render_project(project_context(open_store(args), args.project))
+        store = open_store(args)
+        store_root = store.root
+        text = render_project(project_context(store, args.project))
+    if args.out:
+        _check_out(Path(args.out), store_root)
     if args.check:
         found = check_marked(Path(args.out), text)
         if found:
@@ -64,3 +69,15 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     return 0
+
+
+def _check_out(out: Path, store_root: Path | None) -> None:
+    """Refuse an ``--out`` that is a folder, or inside the store or a ``.git`` folder."""
+    from codexmem.errors import CodexmemError
+    from codexmem.store.placement import misplaced
+
+    problem = misplaced(out, store_root, holds_files=False)
+    if problem is not None:
+        raise CodexmemError("ERR_INVALID_INPUT", f"--out {out}: {problem}; give the AGENTS.md of a work tree")
+    if out.is_dir():
+        raise CodexmemError("ERR_INVALID_INPUT", f"--out {out} is a folder: give the file, such as {out / 'AGENTS.md'}")

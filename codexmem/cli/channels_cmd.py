@@ -10,6 +10,8 @@ ID_KEYS = ("id", "record_channel_id")
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    from codexmem.cli.common import path_text
+
     p = sub.add_parser("channels", parents=[common], help="record channels: add one from a schema file, list them")
     actions = p.add_subparsers(dest="action", metavar="ACTION")
     actions.required = True
@@ -21,7 +23,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "whole, formulas included, before anything is written. docs/channels.md shows every field type.",
     )
     add.add_argument("channel_id", metavar="ID", help="the channel id, e.g. bugs")
-    add.add_argument("--schema", required=True, metavar="FILE.yaml", help="the schema file")
+    add.add_argument("--schema", required=True, type=path_text, metavar="FILE.yaml", help="the schema file")
     add.set_defaults(func=run_add)
     ls = actions.add_parser("list", parents=[common], help="list the channels with their item counts")
     ls.set_defaults(func=run_list)

@@ -50,6 +50,14 @@ def positive_int(text: str) -> int:
     return value
 
 
+def path_text(text: str) -> str:
+    """An argparse type for paths: an empty one is refused, not read as "not given" (``--store "$DIR"``
+    with ``DIR`` unset would otherwise mean the repository's own store)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty: give a path")
+    return text
+
+
 def shown(path: Path) -> str:
     """A path as a person reads it: relative to the current folder when inside it."""
     try:

@@ -59,8 +59,11 @@ class Parser(argparse.ArgumentParser):
 
 def store_option(parser: argparse.ArgumentParser) -> None:
     """``--store``; left unset unless given, so it may come before or after a command's action."""
+    from codexmem.cli.common import path_text
+
     parser.add_argument(
         "--store",
+        type=path_text,
         metavar="PATH",
         default=argparse.SUPPRESS,
         help="the store folder (default: $CODEXMEM_STORE, else .codexmem/ at the git root)",

@@ -11,6 +11,8 @@ from typing import Any
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    from codexmem.cli.common import path_text
+
     p = sub.add_parser(
         "site",
         parents=[common],
@@ -19,7 +21,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "re-rendering only pages whose inputs changed, then index the changed parts for search with Pagefind. "
         "Serve the folder over HTTP (--serve, or any static host): search and long lists load data.",
     )
-    p.add_argument("--out", metavar="DIR", help="output folder (default: _site/ next to the store's folder)")
+    p.add_argument(
+        "--out", type=path_text, metavar="DIR", help="output folder (default: _site/ next to the store's folder)"
+    )
     p.add_argument(
         "--base-url", metavar="URL", help="where the site is published (e.g. https://org.github.io/repo/), for the feed"
     )

@@ -43,6 +43,7 @@ from codexmem.render.site.search import PAGEFIND_DIR, Indexer, SearchReport
 from codexmem.render.site.tables import render_chunk
 from codexmem.render.site.templating import Environments, MarkdownCache
 from codexmem.resources import data_dir
+from codexmem.store.placement import misplaced
 from codexmem.store.store import Store
 
 MANIFEST_FORMAT = 2
@@ -178,6 +179,13 @@ def build_site(
     out = Path(os.path.abspath(out))
     # Before any work, so a folder that cannot be the site's is said at once. A new folder is
     # built in full: a manifest of an older build there is stale.
+    problem = misplaced(out, store.root, holds_files=True)
+    if problem is not None:
+        raise CodexmemError(
+            "ERR_INVALID_INPUT",
+            f"--out {out}: {problem}; give a folder of the site's own, "
+            f"such as {store.root.parent / '_site'} (the default)",
+        )
     fresh = _claim(out)
     report = BuildReport(out=out)
     base = normalize_base_url(base_url or store.config.site.base_url)
@@ -606,8 +614,11 @@ def _claim(out: Path) -> bool:
             f"{out} holds {', '.join(clashes)}, which a build writes, and no codexmem site build wrote them: "
             "give a new or empty folder with --out (codexmem never replaces files it did not write)",
         )
-    out.mkdir(parents=True, exist_ok=True)
-    replace_file(listing, b"")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        replace_file(listing, b"")
+    except OSError as exc:
+        raise CodexmemError("ERR_INVALID_INPUT", f"--out {out}: cannot write there ({exc.strerror or exc})") from None
     return True
 
 
