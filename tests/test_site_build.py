@@ -528,6 +528,34 @@ def test_feed_with_a_base_url_has_absolute_links_and_keeps_100_events(tmp_path: 
         assert entry.findtext(f"{ATOM}id", "").startswith("https://team.example/memory/")
 
 
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("ftp://team.example/", "must start with https:// or http://"),
+        ("javascript:alert(1)", "must start with https:// or http://"),
+        ("https://", "has no host"),
+        ("https://ci:s3cret@team.example/memory/", "must not carry a user name or password"),
+        ("https://team.example/memory/?v=1", "must not carry a query (?) or fragment (#)"),
+        ("https://team.example/memory/#top", "must not carry a query (?) or fragment (#)"),
+        ("https://team.example/our memory/", "must not hold spaces"),
+        ('https://team.example/"><script>/', "must not hold spaces"),
+        ("https://team.example/\nx/", "must not hold spaces"),
+        ("https://team.example:99999/", "has a port outside 0..65535"),
+    ],
+)
+def test_a_base_url_the_feed_would_publish_or_break_on_is_refused_before_any_file(
+    tmp_path: Path, url: str, problem: str
+) -> None:
+    fx = make_store(tmp_path / "store")
+    with pytest.raises(CodexmemError) as err:
+        build(fx.store, tmp_path / "out", base_url=url)
+    assert err.value.code == "ERR_INVALID_INPUT"
+    assert err.value.message.startswith(f"--base-url (or site.base_url) {problem}")
+    assert "such as https://org.github.io/repo/" in err.value.message
+    assert "s3cret" not in err.value.message
+    assert not (tmp_path / "out").exists()
+
+
 def test_feed_without_a_base_url_warns(tmp_path: Path) -> None:
     fx = make_store(tmp_path / "store")
     report = build(fx.store, tmp_path / "out")

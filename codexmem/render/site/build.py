@@ -24,6 +24,7 @@ import json
 import marshal
 import multiprocessing
 import os
+import re
 import shutil
 import time
 from collections.abc import Callable, Iterator
@@ -31,6 +32,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
+from urllib.parse import urlsplit
 
 from codexmem.errors import CodexmemError
 from codexmem.progress import Progress
@@ -68,6 +70,7 @@ SITE_ENTRIES = frozenset(
 )
 """The names a site has at its top (a test checks them against a build): a folder holding any of
 them that no build wrote is refused."""
+_URL_UNSAFE = re.compile(r"[\s\"'<>`\\{}|^]")
 NOJEKYLL = ".nojekyll"
 ASSETS_DIR = "assets"
 PROGRESS_MIN_PAGES = 200
@@ -150,10 +153,39 @@ def _canonical(value: Any) -> bytes:
 
 
 def normalize_base_url(url: str | None) -> str | None:
+    """The address the site is published at, ending in ``/`` (the feed's links start with it).
+
+    From ``--base-url`` or the store's ``site.base_url``: an http(s) URL with a host and nothing
+    else the feed would publish or break on (credentials, a query, a fragment, spaces, quotes),
+    since every link of the feed is this text with a path appended.
+    """
     if not url:
         return None
-    if not url.startswith(("https://", "http://")):
-        raise CodexmemError("ERR_INVALID_INPUT", f"--base-url must start with https:// or http://, got {url[:80]!r}")
+    problem = None
+    if _URL_UNSAFE.search(url) or not url.isprintable():
+        problem = "must not hold spaces, control characters, quotes or angle brackets (percent-encode them)"
+    elif not url.startswith(("https://", "http://")):
+        problem = "must start with https:// or http://"
+    else:
+        parts = urlsplit(url)
+        if not parts.hostname:
+            problem = "has no host"
+        elif "@" in parts.netloc:
+            problem = "must not carry a user name or password (the feed publishes it)"
+            url = url.replace(parts.netloc, "***@" + parts.netloc.rpartition("@")[2], 1)  # nor does this error
+        elif "?" in url or "#" in url:
+            problem = "must not carry a query (?) or fragment (#)"
+        else:
+            try:
+                parts.port  # noqa: B018 - urlsplit checks the port only when asked for it
+            except ValueError:
+                problem = "has a port outside 0..65535"
+    if problem is not None:
+        raise CodexmemError(
+            "ERR_INVALID_INPUT",
+            f"--base-url (or site.base_url) {problem}: give the site's address, such as "
+            f"https://org.github.io/repo/; got {url[:80]!r}",
+        )
     return url if url.endswith("/") else url + "/"
 
 
@@ -177,8 +209,9 @@ def build_site(
     """
     started = time.perf_counter()
     out = Path(os.path.abspath(out))
-    # Before any work, so a folder that cannot be the site's is said at once. A new folder is
-    # built in full: a manifest of an older build there is stale.
+    # Before any work, so a folder that cannot be the site's (or an address it cannot have) is
+    # said at once. A new folder is built in full: a manifest of an older build there is stale.
+    base = normalize_base_url(base_url or store.config.site.base_url)
     problem = misplaced(out, store.root, holds_files=True)
     if problem is not None:
         raise CodexmemError(
@@ -188,7 +221,6 @@ def build_site(
         )
     fresh = _claim(out)
     report = BuildReport(out=out)
-    base = normalize_base_url(base_url or store.config.site.base_url)
     report.base_url = base
     templates = data_dir("templates") / "site"
     assets = _assets(data_dir("site"))
