@@ -222,6 +222,10 @@ def test_site_out_among_the_stores_or_gits_files_is_refused_and_nothing_written(
     assert tree(repo) == before and git_status(repo) == status
     assert git_files(repo) == inside_git
     assert run(capsys, "check", "--store", str(store))[0] == 0
+    unwritable = Path("/proc/codexmem-site")  # a folder no one can make: said as --out's problem
+    code, printed, err = run(capsys, "site", "--store", str(store), "--out", str(unwritable), "--no-search")
+    assert (code, printed) == (2, "")
+    assert err == f"codexmem: error: --out {unwritable}: cannot write there (No such file or directory)\n"
     assert run(capsys, "site", "--store", str(store), "--no-search")[0] == 0  # the default is beside the store
     assert (repo / "_site" / "index.html").is_file()
 
