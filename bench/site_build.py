@@ -15,7 +15,8 @@ each build in a fresh process, as a person runs ``codexmem site``:
 Before each build what the last one wrote is flushed to disk. Before the first, the bench
 measures what creating a folder and a file costs on this disk at that moment (see
 ``creation_cost``): a cold build creates some 35,000 at 5,000 notes, and right after many files
-were deleted that cost is several times higher here.
+were deleted that cost is several times higher here. It also times a fixed Python loop
+(``cpu_speed``): on a shared machine the CPU itself runs slower at times.
 
 Each row gives the wall time, the CPU time of the build process and of its children (Pagefind
 and render workers; steadier than the wall time on a shared machine), the render time (pages
@@ -363,6 +364,20 @@ def creation_cost(folder: Path, count: int = 2000) -> float:
     return (time.process_time() - started) * 1000 / count
 
 
+def cpu_speed(loops: int = 10_000_000) -> float:
+    """Seconds of CPU a fixed pure-Python loop takes, now: how fast this shared machine runs.
+
+    A rough gauge of a slower machine against a slower build: on 2026-12-02 a loop like it took
+    15 to 20 % longer at a busy hour than at a quiet one, while the same no-change build's CPU
+    went from 1.9 to 3.3 s (a build also waits on memory, which neighbours share).
+    """
+    started = time.process_time()
+    total = 0
+    for n in range(loops):
+        total += n * n % 7
+    return time.process_time() - started
+
+
 def du(folder: Path) -> tuple[float, int]:
     files = [p for p in folder.rglob("*") if p.is_file()]
     return sum(p.stat().st_size for p in files) / 1e6, len(files)
@@ -469,6 +484,7 @@ def main() -> int:
     work = args.keep or Path(tempfile.mkdtemp(prefix="site-bench-"))
     rows = []
     probes: dict[int, float] = {}
+    speeds: dict[int, float] = {}
     browser: dict[str, Any] = {}
     try:
         sizes = args.sizes
@@ -482,6 +498,7 @@ def main() -> int:
             _clear(root, out)
             os.sync()
             probes[size] = creation_cost(work / f"probe-{size}")
+            speeds[size] = cpu_speed()
             rows.append((size, "cold", measure(root, out, full=True)))
             rows.append((size, "no change", measure(root, out, full=False)))
             change_one_note(Store(root))
@@ -508,7 +525,10 @@ def main() -> int:
         print(_row(size, step, r))
     print()
     for size, probe in probes.items():
-        print(f"Before the {size:,} builds, creating a folder and a 5 KB file in it cost {probe:.3f} ms of CPU.")
+        print(
+            f"Before the {size:,} builds, creating a folder and a 5 KB file in it cost {probe:.3f} ms of CPU,"
+            f" and a fixed Python loop (bench.site_build.cpu_speed) took {speeds[size]:.2f} s of CPU."
+        )
     if browser:
         print()
         print(
