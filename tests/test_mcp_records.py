@@ -426,6 +426,48 @@ async def test_a_channel_of_many_long_fields_pages_on_one_item_at_a_time(tmp_pat
     assert seen == list(reversed(ids))
 
 
+async def test_a_channel_of_many_fields_lists_them_without_labels_and_past_that_says_why(tmp_path: Path) -> None:
+    """150 short text fields: the schema drops its labels (the title's kept) and pages hold items
+    (before: the server's budget error, "use a smaller limit"). 300: no page can hold the schema
+    beside an item, and the error says so and what works instead, which does."""
+    path = new_store(tmp_path / "s")
+    store = Store(path)
+    for count in (150, 300):
+        fields = [{"key": "title", "label": "Title", "type": "text"}]
+        fields += [{"key": f"field_{k}", "label": f"Field number {k}", "type": "text"} for k in range(count)]
+        channel = f"wide{count}"
+        service.add_channel(store, channel, {"name": "Wide", "fields": fields}, actor=PERSON, now=NOW)
+        values = {f"field_{k}": "short" for k in range(count)}
+        for n in range(3):
+            service.create_item(store, channel, {"title": f"T{n}", **values}, actor=PERSON, now=NOW)
+    async with mcp_client(path) as client:
+        seen: list[str] = []
+        args: dict[str, Any] = {"record_channel_id": "wide150", "limit": 50}
+        while True:
+            page = await call(client, "list_record_items", **args)
+            assert page["ok"] and page["data"]["items"]
+            schema = page["data"]["schema"]["fields"]
+            assert [f["key"] for f in schema] == ["title"] + [f"field_{k}" for k in range(150)]
+            assert [f.get("label") for f in schema] == ["Title"] + [None] * 150
+            assert all(f["type"] == "text" for f in schema)
+            [warning] = [w for w in page["warnings"] if w["code"] == "WARN_SCHEMA_CUT"]
+            assert "151 fields without their labels" in warning["message"]
+            seen += [item["values"]["title"] for item in page["data"]["items"]]
+            if not page["data"]["has_more"]:
+                break
+            args["before_id"] = page["data"]["next_before_id"]
+        assert seen == ["T2", "T1", "T0"]
+
+        refused = await call(client, "list_record_items", record_channel_id="wide300", limit=1)
+        assert refused["error"]["code"] == "ERR_READ_FAILED"
+        message = refused["error"]["message"]
+        assert message.startswith("channel wide300's schema has 301 fields,") and "smaller limit" not in message
+        assert "read_record_item" in message and "codexmem items list wide300" in message
+        item_id = service.list_items(store, "wide300", before_id=None, limit=1, now=NOW).items[0]["id"]
+        one = await call(client, "read_record_item", record_channel_id="wide300", item_id=item_id)
+        assert one["ok"] and len(one["data"]["item"]["values"]) == 301
+
+
 # -------------------------------------------------------------------------------- idempotency
 
 

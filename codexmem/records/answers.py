@@ -73,6 +73,15 @@ def items_page(
         # its longest texts cut further, so every page moves on. An empty page with has_more sent
         # an agent back for the same empty page.
         data = render([fit_item(lambda it: ok(render([it]), warnings), page.items[0])])
+    if size_of(ok(data, warnings)) > MAX_ANSWER_BYTES:
+        # Only a schema of some hundreds of fields gets here: said as what it is, where the
+        # server's own over-budget error told the agent to lower a limit that is not the cause.
+        raise CodexmemError(
+            "ERR_READ_FAILED",
+            f"channel {channel_id}'s schema has {len(schema['fields'])} fields, {size_of(schema):,} bytes even"
+            f" cut down: more than an answer of {MAX_ANSWER_BYTES:,} bytes holds beside an item. Read items"
+            f" one at a time with read_record_item (a person lists their ids with `codexmem items list {channel_id}`)",
+        )
     return data
 
 
@@ -112,6 +121,17 @@ def fitted_schema(schema: dict[str, Any], warnings: Warnings) -> dict[str, Any]:
             "WARN_SCHEMA_CUT",
             f"the schema lists only the first options of fields with many ({cut}); an edit is checked"
             " against all of them, and a rejection names the options nearest the value sent",
+        )
+    if size_of(fitted) > SCHEMA_BUDGET:
+        # Many fields (120 short text fields left no room for an item): an edit sends keys, so the
+        # labels go, with the title field's kept so the agent still knows what names an item.
+        for f in fields:
+            if f["key"] != "title":
+                f.pop("label", None)
+        warnings.add(
+            "WARN_SCHEMA_CUT",
+            f"the schema lists its {len(fields)} fields without their labels, to leave room for items;"
+            " an edit sends field keys",
         )
     return fitted
 
