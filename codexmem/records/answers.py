@@ -74,7 +74,7 @@ def items_page(
         # an agent back for the same empty page.
         data = render([fit_item(lambda it: ok(render([it]), warnings), page.items[0])])
     if size_of(ok(data, warnings)) > MAX_ANSWER_BYTES:
-        # Only a schema of some hundreds of fields gets here: said as what it is, where the
+        # Only a schema of some 165 filled fields or more gets here: said as what it is, where the
         # server's own over-budget error told the agent to lower a limit that is not the cause.
         raise CodexmemError(
             "ERR_READ_FAILED",
@@ -124,10 +124,9 @@ def fitted_schema(schema: dict[str, Any], warnings: Warnings) -> dict[str, Any]:
         )
     if size_of(fitted) > SCHEMA_BUDGET:
         # Many fields (120 short text fields left no room for an item): an edit sends keys, so the
-        # labels go, with the title field's kept so the agent still knows what names an item.
+        # labels go.
         for f in fields:
-            if f["key"] != "title":
-                f.pop("label", None)
+            f.pop("label", None)
         warnings.add(
             "WARN_SCHEMA_CUT",
             f"the schema lists its {len(fields)} fields without their labels, to leave room for items;"
