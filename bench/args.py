@@ -26,4 +26,16 @@ def counts(what: str, example: str) -> Callable[[str], list[int]]:
     return parse
 
 
+def count(example: str) -> Callable[[str], int]:
+    """An argparse type for one whole number of 1 or more (``--calls 5000``)."""
+
+    def parse(text: str) -> int:
+        part = text.strip()
+        if not part.isdigit() or int(part) < 1:
+            raise argparse.ArgumentTypeError(f"give one whole number of 1 or more, such as {example}: got {text!r}")
+        return int(part)
+
+    return parse
+
+
 note_sizes = counts("note counts", "1000 or 1000,10000")

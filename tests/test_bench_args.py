@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from bench.args import note_sizes
+from bench.args import count, note_sizes
 
 
 def test_note_sizes_reads_comma_separated_counts() -> None:
@@ -19,3 +19,13 @@ def test_note_sizes_reads_comma_separated_counts() -> None:
 def test_note_sizes_names_what_is_wrong(text: str, says: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError, match=says):
         note_sizes(text)
+
+
+def test_count_reads_one_whole_number() -> None:
+    assert count("5000")(" 42 ") == 42
+
+
+@pytest.mark.parametrize("text", ["0", "x", "5,6", ",", "-1", ""])
+def test_count_names_what_is_wrong(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match=f"one whole number of 1 or more, such as 5000: got {text!r}"):
+        count("5000")(text)
