@@ -87,6 +87,8 @@ class SiteData:
     refs: dict[str, Rec] = field(default_factory=dict)
     wrote: dict[str, dict[str, int]] = field(default_factory=dict)
     """session id -> how many notes and handoffs it wrote."""
+    project_counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    """project id -> its notes, sessions and handoffs, and its open handoffs (``open``)."""
     mention_urls: dict[str, str] = field(default_factory=dict)
     """Every record id and ticket a text may name -> its URL from the site root."""
     mention_re: re.Pattern[str] = RECORD_ID_RE
@@ -435,6 +437,13 @@ def _collect_links(data: SiteData) -> None:
         for rec in data.records[kind].values():
             wrote[rec["session_id"]][kind] += 1
     data.wrote = {sid: dict(counts) for sid, counts in wrote.items()}
+    in_project: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for kind in ("note", "session", "handoff"):
+        for rec in data.records[kind].values():
+            in_project[rec["scope"]["project_id"]][kind] += 1
+            if kind == "handoff" and rec["status"] == "open":
+                in_project[rec["scope"]["project_id"]]["open"] += 1
+    data.project_counts = {pid: dict(counts) for pid, counts in in_project.items()}
     data.files = {path: [data.ref(rid) for _kind, rid in sorted(refs)] for path, refs in sorted(files.items())}
 
 

@@ -156,26 +156,14 @@ def _search() -> dict[str, Any]:
     return {"title": "Search", "section": "search", "crumbs": []}
 
 
-def _project_counts(data: SiteData) -> dict[str, dict[str, int]]:
-    """Per project: its notes, sessions and handoffs, and its open handoffs (``open``)."""
-    counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for kind in ("note", "session", "handoff"):
-        for rec in data.records[kind].values():
-            counts[rec["scope"]["project_id"]][kind] += 1
-    for h in data.records["handoff"].values():
-        if h["status"] == "open":
-            counts[h["scope"]["project_id"]]["open"] += 1
-    return counts
-
-
 def _home(data: SiteData) -> dict[str, Any]:
-    counts = _project_counts(data)
     systems = [
         {
             "id": s["id"],
             "name": s["name"],
             "projects": [
-                {**project_ref(data, pid), "counts": dict(counts[pid])} for pid in s["projects"][:HOME_PROJECTS]
+                {**project_ref(data, pid), "counts": data.project_counts.get(pid, {})}
+                for pid in s["projects"][:HOME_PROJECTS]
             ],
             "more": max(len(s["projects"]) - HOME_PROJECTS, 0),
         }
@@ -567,8 +555,7 @@ def _channels(data: SiteData) -> dict[str, Any]:
 
 def _projects(data: SiteData) -> tuple[dict[str, Any], Table]:
     context = {"title": "Projects", "section": "projects", "crumbs": [], "lead": "Every project, by name."}
-    counts = _project_counts(data)
-    named = [(p["name"], p["url"], counts[pid]["note"]) for pid, p in data.projects.items()]
+    named = [(p["name"], p["url"], data.project_counts.get(pid, {}).get("note", 0)) for pid, p in data.projects.items()]
     return context, _names_table("projects", named, name_label="Project", count_label="Notes", noun="project")
 
 
