@@ -68,7 +68,9 @@ def items_page(
         return data
 
     data, kept = fit(page.items, render, warnings)
-    if kept == 0 and page.items:
+    if kept:
+        return data  # fit keeps only what fits
+    if page.items:
         # A preview larger than the room the schema leaves (many long text fields): the first one,
         # its longest texts cut further, so every page moves on. An empty page with has_more sent
         # an agent back for the same empty page.
