@@ -368,8 +368,9 @@ def cpu_speed(loops: int = 10_000_000) -> float:
     """Seconds of CPU a fixed pure-Python loop takes, now: how fast this shared machine runs.
 
     A rough gauge of a slower machine against a slower build: on 2026-12-02 a loop like it took
-    15 to 20 % longer at a busy hour than at a quiet one, while the same no-change build's CPU
-    went from 1.9 to 3.3 s (a build also waits on memory, which neighbours share).
+    2.78 to 3.20 s of CPU at a quiet hour and 3.32 to 4.23 s at a busy one, while the same
+    no-change build's CPU went from 1.9 to 3.3 s (a build also waits on memory, which neighbours
+    share).
     """
     started = time.process_time()
     total = 0
