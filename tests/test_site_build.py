@@ -11,6 +11,9 @@ import multiprocessing
 import posixpath
 import re
 import shutil
+import signal
+import subprocess
+import sys
 import threading
 import urllib.request
 import xml.etree.ElementTree as ET
@@ -931,6 +934,82 @@ def test_rendering_in_worker_processes_makes_the_same_site(fx: Fixture, tmp_path
     assert (forked.search.parts, forked.search.indexed) == (serial.search.parts, serial.search.indexed)
     again = build_site(fx.store, tmp_path / "forked", now=BUILD_NOW, parallel=2)
     assert (again.rendered, again.written, again.search.indexed if again.search else None) == (0, 0, 0)
+
+
+_INTERRUPTED_BUILD = """
+import os, signal, sys
+from pathlib import Path
+from codexmem.render.site import build_site
+from codexmem.store.store import Store
+
+class Terminal:
+    # stderr as a terminal's (the bar is drawn); once the bar moves, workers are rendering, and
+    # the build is stopped: Ctrl-C, which a terminal sends to every process of its group, or SIGTERM.
+    def __init__(self):
+        self.pressed = False
+    def isatty(self):
+        return True
+    def write(self, text):
+        sys.stderr.write(text)
+        if text.startswith("\\rrendering [") and not self.pressed:
+            self.pressed = True
+            if sys.argv[3] == "ctrl-c":
+                os.killpg(0, signal.SIGINT)
+            else:  # as `timeout` or a cancelled job does: SIGTERM to the build process alone
+                os.kill(os.getpid(), signal.SIGTERM)
+    def flush(self):
+        sys.stderr.flush()
+
+try:
+    build_site(Store(Path(sys.argv[1])), Path(sys.argv[2]), parallel=2, progress_stream=Terminal())
+except KeyboardInterrupt:
+    sys.exit(130)
+"""
+
+
+@pytest.mark.parametrize(("stop", "code"), [("ctrl-c", 130), ("sigterm", 143)])
+def test_a_build_stopped_midway_ends_its_workers_quietly_and_the_next_build_finishes(
+    tmp_path: Path, stop: str, code: int
+) -> None:
+    """Ctrl-C (to every process of the group) or SIGTERM (to the build process) in the middle of a
+    build with workers: no process prints a traceback, none is left running, and the next build
+    completes the site."""
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork here: builds render in process")
+    fx = make_store(tmp_path / "store")
+    add_channel(fx, "big", 400)  # pages enough for the bar, and spans left when Ctrl-C comes
+    out = tmp_path / "_site"
+    child = subprocess.Popen(
+        [sys.executable, "-c", _INTERRUPTED_BUILD, str(fx.store.root), str(out), stop],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own group: the signal reaches the build's processes only
+        # Ctrl-C as a terminal's shell leaves it, even when this runs where it is ignored (CI's `&`).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    _, err = child.communicate(timeout=120)
+    assert child.returncode == code, err
+    assert "rendering [" in err  # the bar moved, so the workers were rendering when it stopped
+    assert "Traceback" not in err and "ForkPoolWorker" not in err and "Error" not in err
+    assert not _session_processes(child.pid)
+    assert main(["--store", str(fx.store.root), "site", "--out", str(out), "--now", NOW]) == 0
+    fresh = tmp_path / "fresh"
+    assert main(["--store", str(fx.store.root), "site", "--out", str(fresh), "--now", NOW]) == 0
+    assert site_files(out) == site_files(fresh)
+
+
+def _session_processes(session: int) -> list[int]:
+    """Processes still running in the session ``session`` started (Linux's /proc: the 6th field)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if int(fields[3]) == session:
+            found.append(int(stat.parent.name))
+    return found
 
 
 def test_workers_render_only_builds_that_render_most_pages(

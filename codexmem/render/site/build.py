@@ -26,6 +26,8 @@ import multiprocessing
 import os
 import re
 import shutil
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -365,7 +367,8 @@ def _render_in_workers(count: int, shared: _Shared, writer: _Writer, bar: Progre
     global _SHARED
     _SHARED = shared
     try:
-        with multiprocessing.get_context("fork").Pool(count) as pool:
+        fork = multiprocessing.get_context("fork")
+        with _terminate_as_exit(), fork.Pool(count, initializer=_ignore_interrupts) as pool:
             spans = _spans(len(shared.jobs), WORKER_SPAN)
             for span, (done, markdown, peak) in zip(spans, pool.imap(_run_jobs, spans), strict=True):
                 for one in done:
@@ -528,6 +531,31 @@ class _Shared:
 
 
 _SHARED: _Shared | None = None
+
+
+def _ignore_interrupts() -> None:
+    """Ctrl-C reaches every process of the terminal's group: only the build process takes it (the
+    pool's exit then ends the workers), so a person sees no traceback from each worker."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
+def _terminate_as_exit() -> Iterator[None]:
+    """SIGTERM to the build process alone (``timeout``, a cancelled CI job) ends it as Ctrl-C does:
+    through the pool's exit, which ends the workers; killed outright, it left each worker to print
+    a broken pipe's traceback."""
+    if threading.current_thread() is not threading.main_thread():  # only it may set handlers
+        yield
+        return
+
+    def leave(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, leave)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _run_jobs(span: tuple[int, int]) -> tuple[list[Done], int, int]:
