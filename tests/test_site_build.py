@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import multiprocessing
+import os
 import posixpath
 import re
 import shutil
@@ -1010,6 +1011,34 @@ def _session_processes(session: int) -> list[int]:
         if int(fields[3]) == session:
             found.append(int(stat.parent.name))
     return found
+
+
+def test_builds_into_one_folder_take_turns(fx: Fixture, tmp_path: Path) -> None:
+    """A build into a folder another build is writing to says so and waits, then finishes; two
+    started at once both finish with the site a lone build makes. (Run together, they deleted
+    each other's fresh search bundles, and Pagefind then waited forever.)"""
+    fcntl = pytest.importorskip("fcntl")
+    out = tmp_path / "_site"
+    command = [sys.executable, "-m", "codexmem", "--store", str(fx.store.root), "site", "--out", str(out), "--now", NOW]
+    out.mkdir()
+    held = os.open(out, os.O_RDONLY)
+    fcntl.flock(held, fcntl.LOCK_EX)  # as a build writing there holds it
+    try:
+        waiting = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert waiting.stderr is not None
+        line = waiting.stderr.readline()
+        assert line == f"codexmem site: another build is writing to {out}; waiting for it to end\n"
+        assert not (out / OWNED_LIST).exists() and waiting.poll() is None  # nothing written while it waits
+    finally:
+        os.close(held)
+    assert waiting.wait(timeout=120) == 0
+    both = [subprocess.Popen([*command, "--full"], stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+    for child in both:
+        child.communicate(timeout=240)
+    assert [child.returncode for child in both] == [0, 0]
+    alone = tmp_path / "alone"
+    assert main(["--store", str(fx.store.root), "site", "--out", str(alone), "--now", NOW]) == 0
+    assert site_files(out, pagefind=True) == site_files(alone, pagefind=True)
 
 
 def test_workers_render_only_builds_that_render_most_pages(

@@ -7,8 +7,8 @@ page whose inputs hash is unchanged and whose file is still there is not rendere
 rendered page is written only when its bytes differ. Files the previous build wrote and this one
 does not (pages of deleted records) are deleted; the list of files a build owns is also left in
 the folder (``.codexmem-site-files``), so that works without the cache too, and nothing else in
-the folder is ever touched. Search is split into parts (``search.py``): only the parts whose
-pages changed are indexed again.
+the folder is ever touched. Builds into one folder take turns (a lock on the folder). Search is
+split into parts (``search.py``): only the parts whose pages changed are indexed again.
 
 Pages are made one job at a time (``pages.plan``) and dropped once written, so a build holds the
 store's data and one page's context, not every page at once.
@@ -221,44 +221,47 @@ def build_site(
             f"--out {out}: {problem}; give a folder of the site's own, "
             f"such as {store.root.parent / '_site'} (the default)",
         )
-    fresh = _claim(out)
-    report = BuildReport(out=out)
-    report.base_url = base
-    templates = data_dir("templates") / "site"
-    assets = _assets(data_dir("site"))
-    # The store's data is a few million objects made at once and kept to the end: the cyclic
-    # collector would walk them again and again (a quarter of a rebuild's CPU). It is paused
-    # while they are made, and they are then set aside (gc.freeze) until the build returns;
-    # the collector's thresholds are restored then too. The index is brought up to date first,
-    # with the collector on: a rebuild (a new index schema, a deleted cache) makes garbage that
-    # only the collector frees (at 5,000 notes the build peaked at 1 GB instead of 190 MB).
-    index = store.fresh_index(full=True)
-    with _collector_paused():
-        data = load(store, index, now=now, cached=not full)
-    gc.freeze()
-    # Pages make many short-lived objects, freed by reference counting: collect young ones less
-    # often (the old collections then come about a tenth as often: 5% of a rebuild's CPU).
-    threshold = gc.get_threshold()
-    gc.set_threshold(max(threshold[0], GC_YOUNG_THRESHOLD), threshold[1], threshold[2])
-    try:
-        return _build(
-            store,
-            out,
-            data,
-            report,
-            started,
-            base,
-            templates,
-            assets,
-            search,
-            full or fresh,
-            fresh,
-            progress_stream,
-            parallel,
-        )
-    finally:
-        gc.set_threshold(*threshold)
-        gc.unfreeze()
+    _make_folder(out)
+    with _one_build_at_a_time(out, progress_stream):
+        started = time.perf_counter()  # the build's own time, not the wait for another
+        fresh = _claim(out)
+        report = BuildReport(out=out)
+        report.base_url = base
+        templates = data_dir("templates") / "site"
+        assets = _assets(data_dir("site"))
+        # The store's data is a few million objects made at once and kept to the end: the cyclic
+        # collector would walk them again and again (a quarter of a rebuild's CPU). It is paused
+        # while they are made, and they are then set aside (gc.freeze) until the build returns;
+        # the collector's thresholds are restored then too. The index is brought up to date first,
+        # with the collector on: a rebuild (a new index schema, a deleted cache) makes garbage that
+        # only the collector frees (at 5,000 notes the build peaked at 1 GB instead of 190 MB).
+        index = store.fresh_index(full=True)
+        with _collector_paused():
+            data = load(store, index, now=now, cached=not full)
+        gc.freeze()
+        # Pages make many short-lived objects, freed by reference counting: collect young ones less
+        # often (the old collections then come about a tenth as often: 5% of a rebuild's CPU).
+        threshold = gc.get_threshold()
+        gc.set_threshold(max(threshold[0], GC_YOUNG_THRESHOLD), threshold[1], threshold[2])
+        try:
+            return _build(
+                store,
+                out,
+                data,
+                report,
+                started,
+                base,
+                templates,
+                assets,
+                search,
+                full or fresh,
+                fresh,
+                progress_stream,
+                parallel,
+            )
+        finally:
+            gc.set_threshold(*threshold)
+            gc.unfreeze()
 
 
 def _build(
@@ -368,7 +371,7 @@ def _render_in_workers(count: int, shared: _Shared, writer: _Writer, bar: Progre
     _SHARED = shared
     try:
         fork = multiprocessing.get_context("fork")
-        with _terminate_as_exit(), fork.Pool(count, initializer=_ignore_interrupts) as pool:
+        with fork.Pool(count, initializer=_worker_signals) as pool, _terminate_as_exit():
             spans = _spans(len(shared.jobs), WORKER_SPAN)
             for span, (done, markdown, peak) in zip(spans, pool.imap(_run_jobs, spans), strict=True):
                 for one in done:
@@ -533,10 +536,13 @@ class _Shared:
 _SHARED: _Shared | None = None
 
 
-def _ignore_interrupts() -> None:
+def _worker_signals() -> None:
     """Ctrl-C reaches every process of the terminal's group: only the build process takes it (the
-    pool's exit then ends the workers), so a person sees no traceback from each worker."""
+    pool's exit then ends the workers), so a person sees no traceback from each worker. SIGTERM,
+    which the pool's exit sends, ends a worker at once (a worker forked again after a crash would
+    otherwise inherit the build process's handler below)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 @contextlib.contextmanager
@@ -645,9 +651,50 @@ def _read_owned(out: Path) -> set[str]:
     return {line for line in lines if line and not line.startswith(("/", ".")) and ".." not in line.split("/")}
 
 
+def _make_folder(out: Path) -> None:
+    """Make the output folder (and its parents); the nearest that exists must be a folder."""
+    for folder in (out, *out.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                raise CodexmemError(
+                    "ERR_INVALID_INPUT",
+                    f"--out {out}: {folder} is a file, not a folder; give a folder (it is made if missing)",
+                )
+            break
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CodexmemError("ERR_INVALID_INPUT", f"--out {out}: cannot write there ({exc.strerror or exc})") from None
+
+
+@contextlib.contextmanager
+def _one_build_at_a_time(out: Path, stream: TextIO | None) -> Iterator[None]:
+    """Builds into one folder take turns: two at once deleted each other's fresh search bundles,
+    and Pagefind then waited forever. The lock is on the folder itself (``flock``): no file is
+    added to the site, and a build that dies releases it. The second build says it waits, then
+    finds little left to do."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: builds there are not kept apart
+        yield
+        return
+    fd = os.open(out, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if stream is not None:
+                print(f"codexmem site: another build is writing to {out}; waiting for it to end", file=stream)
+                stream.flush()
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
 def _claim(out: Path) -> bool:
     """Refuse a folder of someone else's pages; mark a new folder as a site's before writing to it
-    (True: it was new). The folder, or the nearest folder above it that exists, must be a folder.
+    (True: it held none of a site's names).
 
     A build replaces the files it writes (``index.html``, ``assets/style.css``), so a folder of a
     person's own pages given as ``--out`` would lose them. A folder that holds any of the names a
@@ -656,18 +703,10 @@ def _claim(out: Path) -> bool:
     list is started, empty, before the first file is written, so a first build that stops
     half-way leaves a folder the next build takes up again.
     """
-    for folder in (out, *out.parents):  # the nearest that exists must be a folder
-        if folder.exists():
-            if not folder.is_dir():
-                raise CodexmemError(
-                    "ERR_INVALID_INPUT",
-                    f"--out {out}: {folder} is a file, not a folder; give a folder (it is made if missing)",
-                )
-            break
     listing = out / OWNED_LIST
     if listing.is_file():
         return False
-    clashes = sorted(entry.name for entry in os.scandir(out) if entry.name in SITE_ENTRIES) if out.is_dir() else []
+    clashes = sorted(entry.name for entry in os.scandir(out) if entry.name in SITE_ENTRIES)
     if clashes:
         raise CodexmemError(
             "ERR_INVALID_INPUT",
@@ -675,7 +714,6 @@ def _claim(out: Path) -> bool:
             "give a new or empty folder with --out (codexmem never replaces files it did not write)",
         )
     try:
-        out.mkdir(parents=True, exist_ok=True)
         replace_file(listing, b"")
     except OSError as exc:
         raise CodexmemError("ERR_INVALID_INPUT", f"--out {out}: cannot write there ({exc.strerror or exc})") from None
