@@ -6,8 +6,14 @@ Real repositories (git in temporary folders), real stores, the CLI's ``main`` or
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import re
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -496,3 +502,52 @@ def test_cli_secret_refusal_writes_nothing(tmp_path: Path) -> None:
     )
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert not list((root / "channels" / "bugs" / "items").glob("*.yaml"))
+
+
+def _read_until(fd: int, marker: bytes, seen: bytearray, seconds: float = 20.0) -> bool:
+    """Read a terminal's output into ``seen`` until ``marker`` shows (False: it did not in time)."""
+    import select
+
+    deadline = time.monotonic() + seconds
+    while marker not in seen and time.monotonic() < deadline:
+        if select.select([fd], [], [], 0.1)[0]:
+            try:
+                seen += os.read(fd, 4096)
+            except OSError:  # the terminal closed: the process ended
+                break
+    return marker in seen
+
+
+def test_serve_typed_in_a_terminal_says_what_it_is_answers_and_ends_on_ctrl_c(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A person who runs ``codexmem serve`` by hand learns what it is, and Ctrl-C ends it (the SDK's
+    stdin thread kept it running until a line was typed)."""
+    pty = pytest.importorskip("pty")
+    _, store = repo_with_store(tmp_path, capsys)
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the program itself, on the terminal
+        os.execv(sys.executable, [sys.executable, "-m", "codexmem", "--store", str(store), "serve"])
+    seen = bytearray()
+    try:
+        assert _read_until(fd, b"Ctrl-C ends it.", seen), bytes(seen)
+        assert b"codexmem serve: the MCP server" in seen and b"Registering the server with Codex" in seen
+        hello = {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "a person", "version": "1"},
+        }
+        request = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}
+        os.write(fd, json.dumps(request).encode() + b"\n")
+        assert _read_until(fd, b'"serverInfo"', seen), bytes(seen)  # it still serves what is typed
+        os.write(fd, b"\x03")
+        deadline = time.monotonic() + 20
+        while (ended := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ended[0] == pid, "Ctrl-C did not end codexmem serve"
+        assert os.WIFSIGNALED(ended[1]) and os.WTERMSIG(ended[1]) == signal.SIGINT
+    finally:
+        with contextlib.suppress(ProcessLookupError, ChildProcessError):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        os.close(fd)

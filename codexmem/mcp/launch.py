@@ -34,6 +34,8 @@ def serve(store_path: Callable[[], Path]) -> None:
         reason = "Windows" if sys.platform == "win32" else not_pipes()
     if reason is not None:
         _log_to_stderr().info("serving stdio through the SDK's streams: %s", reason)
+        if os.isatty(0):
+            _at_a_terminal()
         from codexmem.mcp.server import serve_sdk_streams
 
         serve_sdk_streams(store_path())
@@ -49,6 +51,24 @@ def serve(store_path: Callable[[], Path]) -> None:
         from codexmem.mcp.server import serve_wire
 
         serve_wire(store_path(), wire, handover)
+
+
+def _at_a_terminal() -> None:
+    """A person ran ``codexmem serve`` in a terminal: say what it is, and let Ctrl-C end it.
+
+    The SDK's streams read stdin in a thread that Ctrl-C cannot interrupt, so the server went on
+    until a line was typed. Here Ctrl-C ends the process as the signal's default does: a write
+    in flight is finished by the store's journal on the next start, as after any crash.
+    """
+    import signal
+
+    print(
+        "codexmem serve: the MCP server, speaking JSON-RPC on stdin and stdout; Codex starts it "
+        '(README: "Registering the server with Codex"). Ctrl-C ends it.',
+        file=sys.stderr,
+        flush=True,
+    )
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _log_to_stderr() -> logging.Logger:
