@@ -687,6 +687,8 @@ def _one_build_at_a_time(out: Path, stream: TextIO | None) -> Iterator[None]:
                 print(f"codexmem site: another build is writing to {out}; waiting for it to end", file=stream)
                 stream.flush()
             fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:  # a file system without locks (some network mounts): built as before, unguarded
+            pass
         yield
     finally:
         os.close(fd)  # releases the lock
