@@ -551,3 +551,22 @@ def test_serve_typed_in_a_terminal_says_what_it_is_answers_and_ends_on_ctrl_c(
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
         os.close(fd)
+
+
+def test_output_read_by_head_ends_quietly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``codexmem summary | head -0``: the reader is gone before the first line, so the program ends
+    quietly with 141 (it said "codexmem: error: Broken pipe" and exited 2, as for bad input)."""
+    _, store = repo_with_store(tmp_path, capsys)
+    read, write = os.pipe()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "codexmem", "--store", str(store), "summary"],
+        stdout=write,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    os.close(write)
+    os.close(read)  # before the program has written anything: its first write finds no reader
+    _, err = child.communicate(timeout=60)
+    assert (child.returncode, err) == (141, "")
+    code, out, err = run(capsys, "--store", str(store), "summary")  # a reader that stays: all of it
+    assert code == 0 and out and not err

@@ -6,7 +6,8 @@ MCP SDK above all) inside their functions, so ``codexmem check`` never pays for 
 
 Exit codes, the same for every command: 0 done; 1 findings (``check``, a ``--check`` flag);
 2 a usage error, a missing store or bad input; 70 a bug in codexmem (reported in one line too,
-never as a traceback; ``CODEXMEM_DEBUG=1`` shows it).
+never as a traceback; ``CODEXMEM_DEBUG=1`` shows it); 130 Ctrl-C; 141, quietly, when the program
+reading the output closed it first (``| head``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import os
 import re
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import NoReturn, TextIO
 
 from codexmem import __version__
 from codexmem.errors import CodexmemError
@@ -44,6 +45,8 @@ EXIT_FINDINGS = 1
 EXIT_USAGE = 2
 EXIT_BUG = 70
 EXIT_INTERRUPTED = 130
+EXIT_PIPE_CLOSED = 141
+"""128 + SIGPIPE, as a program the signal ended (git's exit when its reader went away)."""
 DEBUG_VAR = "CODEXMEM_DEBUG"
 LONG_QUOTED = re.compile(r"'([^'\n]{40})[^'\n]{20,}'")
 
@@ -101,6 +104,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in error_lines(exc, args):
             print(line, file=sys.stderr)
         return EXIT_USAGE
+    except BrokenPipeError as exc:
+        if not _reader_gone(sys.stdout):
+            print(f"codexmem: error: {exc.strerror or exc}", file=sys.stderr)
+            return EXIT_USAGE
+        # `codexmem items list bugs | head`: the reader has what it wanted. Quiet, as git is; the
+        # unwritten rest goes nowhere, so the interpreter's last flush at exit cannot fail too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_PIPE_CLOSED
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"codexmem: error: {where}{exc.strerror or exc}", file=sys.stderr)
@@ -117,3 +128,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return EXIT_BUG
     return int(result or 0)
+
+
+def _reader_gone(stream: TextIO) -> bool:
+    """Whether ``stream`` is a pipe whose reading end was closed (the broken pipe was ours to write)."""
+    import select
+
+    try:
+        fd = stream.fileno()
+        poller = select.poll()
+        poller.register(fd, 0)  # POLLERR is reported whatever is asked for
+        return any(event & select.POLLERR for _, event in poller.poll(0))
+    except (AttributeError, OSError, ValueError):
+        return False
