@@ -570,3 +570,22 @@ def test_output_read_by_head_ends_quietly(tmp_path: Path, capsys: pytest.Capture
     assert (child.returncode, err) == (141, "")
     code, out, err = run(capsys, "--store", str(store), "summary")  # a reader that stays: all of it
     assert code == 0 and out and not err
+
+
+def test_output_in_an_encoding_without_a_character_shows_a_question_mark(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An ASCII terminal (the C locale, Python's UTF-8 coercion off): a title's ``★`` and ``→`` print
+    as ``?``; it was an internal error (UnicodeEncodeError)."""
+    root, _ = bugs_store(tmp_path / "s", 0)
+    title = json.dumps({"ticket": "BUG-0001", "title": "Retry ★ storm → timeout", "status": "new"})
+    assert run(capsys, "--store", str(root), "items", "add", "bugs", "--json", title)[0] == 0
+    ascii_only = {**os.environ, "LC_ALL": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0", "PYTHONIOENCODING": ""}
+    shown = subprocess.run(
+        [sys.executable, "-m", "codexmem", "--store", str(root), "items", "list", "bugs"],
+        capture_output=True,
+        env=ascii_only,
+        check=False,
+    )
+    assert (shown.returncode, shown.stderr) == (0, b"")
+    assert b"Retry ? storm ? timeout" in shown.stdout

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import io
 import os
 import re
 import sys
@@ -94,6 +95,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else list(argv)
+    _printable_anywhere()
     parser = build_parser(words[0] if words else None)  # `codexmem serve` answers sooner without the others
     args = parser.parse_args(words)
     try:
@@ -128,6 +130,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return EXIT_BUG
     return int(result or 0)
+
+
+def _printable_anywhere() -> None:
+    """Output in an encoding that lacks a character (a latin-1 terminal, a Windows file) shows ``?``
+    for it: titles hold ``…``, ``→`` and ``★``, and printing one was an internal error."""
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "").replace("_", "")
+        if encoding != "utf8" and isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="replace")
 
 
 def _reader_gone(stream: TextIO) -> bool:
