@@ -36,6 +36,8 @@ from memory_fixtures import clock
 
 from codexmem.check import check_store
 from codexmem.mcp.state import ServerState
+from codexmem.store.layout import NOTE
+from codexmem.store.store import Store
 
 REFUSED = ("ERR_WRITE_FAILED", "ERR_STORAGE_UNAVAILABLE")
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs or a read-only bind needs root")
@@ -219,6 +221,28 @@ def test_a_full_disk_refuses_writes_cleanly_and_keeps_answering_reads(tmp_path: 
         assert found.errors == [], [str(f) for f in found.errors]
     report("disk_full", acknowledged=acknowledged, refused=refused, failed_reads_while_full=failed_reads)
     assert failed_reads == 0, "every read answered while the disk was full"
+
+
+def test_an_index_that_cannot_be_made_on_a_full_disk_leaves_no_half_made_file(tmp_path: Path) -> None:
+    """On a full disk the index is held in memory, and the file it could not make is removed: each
+    attempt left an empty ``index.sqlite.<pid>.new`` in the cache, one per process, never cleaned."""
+    seeded = seed_store(tmp_path, notes_count=3)
+    with tmpfs(tmp_path / "mnt", "4m") as mnt:
+        root = mnt / "store"
+        shutil.copytree(seeded.root, root, symlinks=True)
+        for made in (root / ".cache").glob("index.sqlite*"):
+            made.unlink()
+        fill(mnt, 0)
+        store = Store(root)
+        assert store.index.path is None  # in memory: reads keep answering
+        assert store.index.count(NOTE) == len(list((root / "notes").rglob("*.md"))) > 0
+        store.index.close()
+        assert sorted(p.name for p in (root / ".cache").iterdir() if p.name.startswith("index.sqlite")) == []
+        (mnt / "filler").unlink()
+        assert check_store(root).errors == []
+        again = Store(root)  # space again: the file is made
+        assert again.index.path is not None and again.index.path.is_file()
+        again.index.close()
 
 
 # ------------------------------------------------------------------ read-only store

@@ -56,6 +56,13 @@ def _epoch_in(path: Path) -> int | None:
         return None
 
 
+def _remove_database(path: str) -> None:
+    """An SQLite file and its write-ahead log and shared memory, those that exist."""
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path + suffix)
+
+
 class IndexCorrupt(Exception):
     """The index file cannot be used; it will be rebuilt."""
 
@@ -129,9 +136,7 @@ class IndexConnection:
     def _discard_file(self) -> None:
         assert self.path is not None
         self._retired_epoch = self.epoch or _epoch_in(self.path)
-        for suffix in ("", "-wal", "-shm"):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(str(self.path) + suffix)
+        _remove_database(str(self.path))
 
     def _create(self, target: str) -> sqlite3.Connection:
         # Build under a temporary name, then rename: another process never sees a half-made index.
@@ -140,11 +145,14 @@ class IndexConnection:
             self._init_schema(conn)
             return conn
         tmp = f"{target}.{os.getpid()}.new"
-        for suffix in ("", "-wal", "-shm"):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp + suffix)
+        _remove_database(tmp)
         conn = sqlite3.connect(tmp, isolation_level=None)
-        self._init_schema(conn)
+        try:
+            self._init_schema(conn)
+        except BaseException:  # a full disk: no half-made file is left to pile up, one per attempt
+            conn.close()
+            _remove_database(tmp)
+            raise
         conn.close()
         if not os.path.exists(target):
             os.replace(tmp, target)
