@@ -290,7 +290,9 @@ def test_agents_out_writes_only_its_marked_block(tmp_path: Path, capsys: pytest.
     assert run(capsys, "agents", *store, "--out", str(target), "--check")[0] == 1
     code, out, _ = run(capsys, "agents", *store, "--out", str(target))  # with markers: only the block
     assert code == 0 and "updated the codexmem block" in out
-    assert target.read_bytes() == ours + text.encode() + tail  # every byte around the block kept
+    # Every byte around the block kept; the block takes the file's CRLF line ending.
+    block = text.removesuffix("\n").replace("\n", "\r\n")
+    assert target.read_bytes() == ours + block.encode() + b"\n" + tail
     code, out, err = run(capsys, "agents", *store, "--out", str(target), "--check")
     assert (code, err) == (0, "")  # hand-written text around the block passes
 
@@ -308,6 +310,16 @@ def test_agents_out_writes_only_its_marked_block(tmp_path: Path, capsys: pytest.
     assert run(capsys, "agents", *store, "--out", str(hand), "--check")[0] == 0
     assert run(capsys, "agents", *store, "--out", str(hand), "--mode", "overwrite")[0] == 0
     assert hand.read_text() == text
+
+    windows = tmp_path / "WINDOWS.md"  # a person's CRLF file: appended to, it stays CRLF throughout
+    windows.write_bytes(b"# Rules\r\n\r\nRun the tests.\r\n")
+    assert run(capsys, "agents", *store, "--out", str(windows), "--mode", "append")[0] == 0
+    raw = windows.read_bytes()
+    assert raw.startswith(b"# Rules\r\n\r\nRun the tests.\r\n\r\n" + BEGIN_MARKER.encode() + b"\r\n")
+    assert raw.count(b"\n") == raw.count(b"\r\n") > 10 and raw.endswith(END_MARKER.encode() + b"\r\n")
+    assert run(capsys, "agents", *store, "--out", str(windows), "--check")[0] == 0
+    code, out, _ = run(capsys, "agents", *store, "--out", str(windows))
+    assert (code, out, windows.read_bytes()) == (0, f"{windows} is up to date\n", raw)
 
 
 def test_agents_out_inside_the_store_or_git_or_naming_a_folder_is_refused(

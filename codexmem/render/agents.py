@@ -273,20 +273,30 @@ def install(plans: list[Plan], mode: str, warnings: Warnings) -> dict[str, list[
 
 
 def with_block(existing: str, content: str) -> str:
-    """``existing`` with codexmem's block replaced (or appended once); all else kept byte for byte."""
-    block = marked(content)
+    """``existing`` with codexmem's block replaced (or appended once); all else kept byte for byte.
+
+    The block takes the file's line ending: a person's CRLF file stays CRLF throughout.
+    """
+    eol = line_end(existing)
+    block = marked(content, eol)
     span = _block_span(existing)
     if span is not None:
         return existing[: span[0]] + block + existing[span[1] :]
     if not existing:
-        return block + "\n"
-    separator = "" if existing.endswith("\n\n") else ("\n" if existing.endswith("\n") else "\n\n")
-    return existing + separator + block + "\n"
+        return block + eol
+    separator = "" if existing.endswith(eol * 2) else (eol if existing.endswith("\n") else eol * 2)
+    return existing + separator + block + eol
 
 
-def marked(content: str) -> str:
+def line_end(text: str) -> str:
+    """``\\r\\n`` when ``text``'s first line ends so (a file written on Windows), else ``\\n``."""
+    first = text.find("\n")
+    return "\r\n" if first > 0 and text[first - 1] == "\r" else "\n"
+
+
+def marked(content: str, eol: str = "\n") -> str:
     """``content`` between codexmem's markers: the block codexmem owns in a shared file."""
-    return f"{BEGIN_MARKER}\n{content.rstrip()}\n{END_MARKER}"
+    return f"{BEGIN_MARKER}\n{content.rstrip()}\n{END_MARKER}".replace("\n", eol)
 
 
 def marked_block(text: str) -> str | None:
@@ -352,7 +362,8 @@ def check_marked(path: Path, content: str) -> tuple[str, str | None] | None:
         return "does not exist", None
     block = marked_block(existing)
     if block is not None:
-        return None if block == marked(content) else ("the codexmem block differs from the rendering", None)
+        same = block == marked(content, line_end(existing))
+        return None if same else ("the codexmem block differs from the rendering", None)
     return None if existing == content else ("has no codexmem block", "append")
 
 
