@@ -604,3 +604,37 @@ def test_output_in_an_encoding_without_a_character_shows_a_question_mark(
     )
     assert (shown.returncode, shown.stderr) == (0, b"")
     assert b"Retry ? storm ? timeout" in shown.stdout
+
+
+def test_item_values_come_from_stdin_or_a_file_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--json -`` reads stdin and ``--json @FILE`` a file (a long description quotes badly in a shell);
+    a wrong source is one line naming ``--json`` (both were "not valid JSON: Expecting value")."""
+    root, _ = bugs_store(tmp_path / "s", 0)
+    store = ["--store", str(root)]
+    text = 'Line one.\nIt\'s "quoted" and → long.'
+    piped = subprocess.run(
+        [sys.executable, "-m", "codexmem", "items", "add", "bugs", "--json", "-", *store],
+        input=json.dumps({"ticket": "BUG-0001", "title": "From stdin", "status": "new", "description": text}),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (piped.returncode, piped.stderr) == (0, "")
+    from_stdin = piped.stdout.strip()
+    values = tmp_path / "edit.json"
+    values.write_text(json.dumps({"status": "triaged"}), "utf-8")
+    assert run(capsys, "items", "edit", "bugs", from_stdin, "--json", f"@{values}", *store)[0] == 0
+    code, out, _ = run(capsys, "items", "list", "bugs", *store)
+    assert code == 0 and "From stdin" in out and "triaged" in out
+    [item_file] = root.rglob(f"{from_stdin}*")
+    assert load_yaml(item_file.read_bytes())["values"]["description"] == text  # every character as sent
+
+    (tmp_path / "latin.json").write_bytes(b'{"title": "caf\xe9"}')
+    for source, said in [
+        ("@", "--json @: name the file after @"),
+        (f"@{tmp_path / 'missing.json'}", f"--json: cannot read {tmp_path / 'missing.json'}: No such file"),
+        (f"@{tmp_path}", f"--json: cannot read {tmp_path}: Is a directory"),
+        (f"@{tmp_path / 'latin.json'}", f"--json: {tmp_path / 'latin.json'} is not UTF-8 (byte 14)"),
+    ]:
+        code, out, err = run(capsys, "items", "add", "bugs", "--json", source, *store)
+        assert (code, out) == (2, "") and err.startswith(f"codexmem: error: {said}"), err

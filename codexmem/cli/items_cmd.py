@@ -13,6 +13,7 @@ from codexmem.cli.common import positive_int
 
 TABLE_FIELDS = 4
 CELL_CHARS = 40
+JSON_SOURCES = "; - reads it from stdin, @FILE from a file (a long description quotes badly in a shell)"
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -22,13 +23,15 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
     add = actions.add_parser("add", parents=[common], help="add an item; prints only its id")
     add.add_argument("channel", metavar="CHANNEL")
-    add.add_argument("--json", required=True, metavar="JSON", help="the values as a JSON object")
+    add.add_argument("--json", required=True, metavar="JSON", help="the values as a JSON object" + JSON_SOURCES)
     add.set_defaults(func=run_add)
 
     edit = actions.add_parser("edit", parents=[common], help="change fields of an item")
     edit.add_argument("channel", metavar="CHANNEL")
     edit.add_argument("item_id", metavar="ITEM")
-    edit.add_argument("--json", required=True, metavar="JSON", help="the fields to change as a JSON object")
+    edit.add_argument(
+        "--json", required=True, metavar="JSON", help="the fields to change as a JSON object" + JSON_SOURCES
+    )
     edit.add_argument(
         "--expected-version",
         type=positive_int,
@@ -48,11 +51,40 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     ls.set_defaults(func=run_list)
 
 
-def _values(text: str) -> dict[str, Any]:
+def _json_text(value: str) -> str:
+    """``--json``'s text: the argument itself, or what ``-`` (stdin) or ``@FILE`` names, as UTF-8."""
+    import sys
+
+    from codexmem.errors import CodexmemError
+    from codexmem.store.yamlio import MAX_YAML_BYTES
+
+    if value != "-" and not value.startswith("@"):
+        return value  # a JSON object starts with {: neither form can be one
+    source = "stdin" if value == "-" else value[1:]
+    if not source:
+        raise CodexmemError("ERR_INVALID_INPUT", "--json @: name the file after @ (--json @values.json)")
+    try:
+        if value == "-":
+            raw = sys.stdin.buffer.read(MAX_YAML_BYTES + 1)
+        else:
+            with open(source, "rb") as fh:
+                raw = fh.read(MAX_YAML_BYTES + 1)
+    except OSError as exc:
+        raise CodexmemError("ERR_INVALID_INPUT", f"--json: cannot read {source}: {exc.strerror or exc}") from None
+    if len(raw) > MAX_YAML_BYTES:
+        raise CodexmemError("ERR_INVALID_INPUT", f"--json: {source} holds more than {MAX_YAML_BYTES:,} bytes")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CodexmemError("ERR_INVALID_INPUT", f"--json: {source} is not UTF-8 (byte {exc.start})") from None
+
+
+def _values(value: str) -> dict[str, Any]:
     import json
 
     from codexmem.errors import CodexmemError
 
+    text = _json_text(value)
     try:
         data = json.loads(text)
     except ValueError as exc:
