@@ -629,6 +629,16 @@ def test_item_values_come_from_stdin_or_a_file_too(tmp_path: Path, capsys: pytes
     [item_file] = root.rglob(f"{from_stdin}*")
     assert load_yaml(item_file.read_bytes())["values"]["description"] == text  # every character as sent
 
+    for stdin, said in [(subprocess.DEVNULL, "--json: stdin is empty"), (None, "--json -: stdin is closed")]:
+        closed = {"preexec_fn": lambda: os.close(0)} if stdin is None else {"stdin": stdin}
+        refused = subprocess.run(
+            [sys.executable, "-m", "codexmem", "items", "add", "bugs", "--json", "-", *store],
+            capture_output=True,
+            text=True,
+            check=False,
+            **closed,
+        )
+        assert (refused.returncode, refused.stdout) == (2, "") and refused.stderr.startswith(f"codexmem: error: {said}")
     (tmp_path / "latin.json").write_bytes(b'{"title": "caf\xe9"}')
     for source, said in [
         ("@", "--json @: name the file after @"),

@@ -65,12 +65,16 @@ def _json_text(value: str) -> str:
         raise CodexmemError("ERR_INVALID_INPUT", "--json @: name the file after @ (--json @values.json)")
     try:
         if value == "-":
+            if sys.stdin is None:  # started with stdin closed
+                raise CodexmemError("ERR_INVALID_INPUT", "--json -: stdin is closed; pipe the JSON in, or give @FILE")
             raw = sys.stdin.buffer.read(MAX_YAML_BYTES + 1)
         else:
             with open(source, "rb") as fh:
                 raw = fh.read(MAX_YAML_BYTES + 1)
     except OSError as exc:
         raise CodexmemError("ERR_INVALID_INPUT", f"--json: cannot read {source}: {exc.strerror or exc}") from None
+    if not raw.strip():
+        raise CodexmemError("ERR_INVALID_INPUT", f"--json: {source} is empty; it must hold a JSON object")
     if len(raw) > MAX_YAML_BYTES:
         raise CodexmemError("ERR_INVALID_INPUT", f"--json: {source} holds more than {MAX_YAML_BYTES:,} bytes")
     try:
