@@ -209,7 +209,6 @@ def build_site(
     (at most ``MAX_WORKERS``) for a plan of at least ``PARALLEL_MIN_JOBS`` pages that renders
     most of them (no manifest, ``full``, or other templates or code), else this one.
     """
-    started = time.perf_counter()
     out = Path(os.path.abspath(out))
     # Before any work, so a folder that cannot be the site's (or an address it cannot have) is
     # said at once. A new folder is built in full: a manifest of an older build there is stale.
@@ -664,7 +663,12 @@ def _make_folder(out: Path) -> None:
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise CodexmemError("ERR_INVALID_INPUT", f"--out {out}: cannot write there ({exc.strerror or exc})") from None
+        raise _unwritable(out, exc) from None
+
+
+def _unwritable(out: Path, exc: OSError) -> CodexmemError:
+    """The folder (or the list a build starts in it) cannot be written: said as ``--out``'s fault."""
+    return CodexmemError("ERR_INVALID_INPUT", f"--out {out}: cannot write there ({exc.strerror or exc})")
 
 
 @contextlib.contextmanager
@@ -718,7 +722,7 @@ def _claim(out: Path) -> bool:
     try:
         replace_file(listing, b"")
     except OSError as exc:
-        raise CodexmemError("ERR_INVALID_INPUT", f"--out {out}: cannot write there ({exc.strerror or exc})") from None
+        raise _unwritable(out, exc) from None
     return True
 
 
