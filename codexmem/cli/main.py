@@ -13,6 +13,7 @@ reading the output closed it first (``| head``).
 from __future__ import annotations
 
 import argparse
+import codecs
 import importlib
 import io
 import os
@@ -136,8 +137,7 @@ def _printable_anywhere() -> None:
     """Output in an encoding that lacks a character (a latin-1 terminal, a Windows file) shows ``?``
     for it: titles hold ``…``, ``→`` and ``★``, and printing one was an internal error."""
     for stream in (sys.stdout, sys.stderr):
-        encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "").replace("_", "")
-        if encoding != "utf8" and isinstance(stream, io.TextIOWrapper):
+        if isinstance(stream, io.TextIOWrapper) and codecs.lookup(stream.encoding).name != "utf-8":
             stream.reconfigure(errors="replace")
 
 
