@@ -12,10 +12,10 @@ then makes ``--calls`` calls, a fifth of each kind in turn:
 * ``edit_record_item`` (an item's points, with its version and a new idempotency key);
 * ``memory_save_note`` (a new note in the one session, so the session's notes grow with the calls).
 
-Every ``--every`` calls it prints the server's resident memory (``VmRSS`` from ``/proc``, so
-Linux only) and the median and slowest call of the last stretch, in milliseconds. Then a new
-server on the store as it ended answers ``--every`` searches and reads: its memory is what the
-store's growth alone costs, so the difference is what the long life itself kept.
+Every ``--every`` calls it prints the server's resident memory and the median and slowest call
+of the last stretch, in milliseconds. Then a new server on the store as it ended answers
+``--every`` searches and reads: its memory is what the store's growth alone costs, so the
+difference is what the long life itself kept.
 """
 
 from __future__ import annotations
@@ -33,9 +33,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import psutil
 from mcp import Client, StdioServerParameters
 
 from bench.args import count
+from bench.run import server_pid
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "store-example"
@@ -43,23 +45,9 @@ REMOTE = "git@github.com:example/order-web.git"
 POINTS = (1, 2, 3, 5, 8, 13)
 
 
-def resident_kb(pid: int) -> int:
-    """The process's resident memory now, in KB (``VmRSS``)."""
-    with open(f"/proc/{pid}/status", encoding="ascii") as fh:
-        for line in fh:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise RuntimeError(f"no VmRSS for process {pid}")
-
-
-def server_pid(store: Path) -> int:
-    """The pid of the server serving ``store`` (the client starts it; the SDK does not say its pid)."""
-    found = subprocess.run(
-        ["pgrep", "-f", f"codexmem serve --store {store}"], capture_output=True, text=True, check=False
-    ).stdout.split()
-    if len(found) != 1:
-        raise RuntimeError(f"expected one server for {store}, found {found}")
-    return int(found[0])
+def resident_mb(pid: int) -> float:
+    """The process's resident memory now, in MB (psutil's RSS, as bench.run samples it)."""
+    return float(psutil.Process(pid).memory_info().rss) / (1024 * 1024)
 
 
 def answer(result: Any) -> dict[str, Any]:
@@ -88,7 +76,7 @@ async def run(calls: int, every: int, work: Path) -> None:
         scope, session = boot["scope"], boot["session"]["session_id"]
         items = answer(await client.call_tool("list_record_items", {"record_channel_id": "bugs", "limit": 20}))["items"]
         versions = {it["id"]: it["version"] for it in items}
-        print(f"after the bootstrap: {resident_kb(pid) / 1024:.1f} MB resident")
+        print(f"after the bootstrap: {resident_mb(pid):.1f} MB resident")
         print("| calls | resident | median call | slowest call |")
         print("|---:|---:|---:|---:|")
         times: list[float] = []
@@ -128,12 +116,11 @@ async def run(calls: int, every: int, work: Path) -> None:
             times.append((time.perf_counter() - started) * 1000)
             if n % every == 0 or n == calls:
                 print(
-                    f"| {n:,} | {resident_kb(pid) / 1024:.1f} MB | {statistics.median(times):.2f} ms"
-                    f" | {max(times):.1f} ms |",
+                    f"| {n:,} | {resident_mb(pid):.1f} MB | {statistics.median(times):.2f} ms | {max(times):.1f} ms |",
                     flush=True,
                 )
                 times = []
-        grown = resident_kb(pid)
+        grown = resident_mb(pid)
     # The same store read by a new server: what the store's growth alone costs (the index's page
     # cache follows the database, up to its bound), against what the long-lived server holds.
     async with Client(params, mode="legacy") as client:
@@ -146,7 +133,7 @@ async def run(calls: int, every: int, work: Path) -> None:
             answer(await client.call_tool("read_record_item", {"record_channel_id": "bugs", "item_id": item}))
         print(
             f"A new server on the store as it ended, after {every:,} searches and reads:"
-            f" {resident_kb(fresh) / 1024:.1f} MB resident, against {grown / 1024:.1f} MB for the one that made it."
+            f" {resident_mb(fresh):.1f} MB resident, against {grown:.1f} MB for the one that made it."
         )
 
 
@@ -155,8 +142,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=count("5000"), default=5000, help="calls to make")
     parser.add_argument("--every", type=count("1000"), default=1000, help="print a row every N calls")
     args = parser.parse_args(argv)
-    if not Path("/proc/self/status").is_file():
-        parser.error("this bench reads a process's memory from /proc (Linux)")
     with tempfile.TemporaryDirectory(prefix="codexmem-lifetime-") as tmp:
         asyncio.run(run(args.calls, args.every, Path(tmp)))
     return 0
