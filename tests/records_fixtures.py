@@ -134,10 +134,17 @@ async def call(client: Client, name: str, **arguments: Any) -> dict[str, Any]:
     return envelope
 
 
-def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """The real CLI in a subprocess: ``python -m codexmem ...``."""
+def run_cli(*args: str, cwd: Path | None = None, **options: Any) -> subprocess.CompletedProcess[str]:
+    """The real CLI in a subprocess: ``python -m codexmem ...``; ``options`` go to ``subprocess.run``
+    (``input``, ``env``, ``stdin``)."""
     return subprocess.run(
-        [sys.executable, "-m", "codexmem", *args], capture_output=True, text=True, cwd=cwd, timeout=120, check=False
+        [sys.executable, "-m", "codexmem", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+        check=False,
+        **options,
     )
 
 

@@ -328,13 +328,12 @@ def test_agents_out_inside_the_store_or_git_or_naming_a_folder_is_refused(
     repo, store = repo_with_store(tmp_path, capsys)
     before = own_files(repo)
     inside_git = git_files(repo)
+    fix = "give the AGENTS.md of a work tree"
+    in_git = repo / ".git" / "AGENTS.md"
     reasons = {
-        store
-        / "AGENTS.md": f"--out {store / 'AGENTS.md'}: it is inside the store ({store}); give the AGENTS.md of a work tree",
-        store: f"--out {store}: it is inside the store ({store}); give the AGENTS.md of a work tree",
-        repo
-        / ".git"
-        / "AGENTS.md": f"--out {repo / '.git' / 'AGENTS.md'}: it is inside a .git folder; give the AGENTS.md of a work tree",
+        store / "AGENTS.md": f"--out {store / 'AGENTS.md'}: it is inside the store ({store}); {fix}",
+        store: f"--out {store}: it is inside the store ({store}); {fix}",
+        in_git: f"--out {in_git}: it is inside a .git folder; {fix}",
         repo: f"--out {repo} is a folder: give the file, such as {repo / 'AGENTS.md'}",
     }
     for out, message in reasons.items():
@@ -596,14 +595,9 @@ def test_output_in_an_encoding_without_a_character_shows_a_question_mark(
     title = json.dumps({"ticket": "BUG-0001", "title": "Retry ★ storm → timeout", "status": "new"})
     assert run(capsys, "--store", str(root), "items", "add", "bugs", "--json", title)[0] == 0
     ascii_only = {**os.environ, "LC_ALL": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0", "PYTHONIOENCODING": ""}
-    shown = subprocess.run(
-        [sys.executable, "-m", "codexmem", "--store", str(root), "items", "list", "bugs"],
-        capture_output=True,
-        env=ascii_only,
-        check=False,
-    )
-    assert (shown.returncode, shown.stderr) == (0, b"")
-    assert b"Retry ? storm ? timeout" in shown.stdout
+    shown = run_cli("--store", str(root), "items", "list", "bugs", env=ascii_only)
+    assert (shown.returncode, shown.stderr) == (0, "")
+    assert "Retry ? storm ? timeout" in shown.stdout
 
 
 def test_item_values_come_from_stdin_or_a_file_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -612,13 +606,8 @@ def test_item_values_come_from_stdin_or_a_file_too(tmp_path: Path, capsys: pytes
     root, _ = bugs_store(tmp_path / "s", 0)
     store = ["--store", str(root)]
     text = 'Line one.\nIt\'s "quoted" and → long.'
-    piped = subprocess.run(
-        [sys.executable, "-m", "codexmem", "items", "add", "bugs", "--json", "-", *store],
-        input=json.dumps({"ticket": "BUG-0001", "title": "From stdin", "status": "new", "description": text}),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    values_in = {"ticket": "BUG-0001", "title": "From stdin", "status": "new", "description": text}
+    piped = run_cli("items", "add", "bugs", "--json", "-", *store, input=json.dumps(values_in))
     assert (piped.returncode, piped.stderr) == (0, "")
     from_stdin = piped.stdout.strip()
     values = tmp_path / "edit.json"
@@ -631,13 +620,7 @@ def test_item_values_come_from_stdin_or_a_file_too(tmp_path: Path, capsys: pytes
 
     for stdin, said in [(subprocess.DEVNULL, "--json: stdin is empty"), (None, "--json -: stdin is closed")]:
         closed = {"preexec_fn": lambda: os.close(0)} if stdin is None else {"stdin": stdin}
-        refused = subprocess.run(
-            [sys.executable, "-m", "codexmem", "items", "add", "bugs", "--json", "-", *store],
-            capture_output=True,
-            text=True,
-            check=False,
-            **closed,
-        )
+        refused = run_cli("items", "add", "bugs", "--json", "-", *store, **closed)
         assert (refused.returncode, refused.stdout) == (2, "") and refused.stderr.startswith(f"codexmem: error: {said}")
     (tmp_path / "latin.json").write_bytes(b'{"title": "caf\xe9"}')
     for source, said in [
