@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import os
 import shutil
 from collections.abc import Callable, Iterator
@@ -33,9 +34,14 @@ from hardening_fixtures import (
     tree_digest,
 )
 from memory_fixtures import clock
+from site_fixtures import NOW as SITE_NOW
+from site_fixtures import add_channel, make_store
 
 from codexmem.check import check_store
+from codexmem.cli.site_cmd import parse_now
+from codexmem.errors import CodexmemError
 from codexmem.mcp.state import ServerState
+from codexmem.render.site import build_site
 from codexmem.store.layout import NOTE
 from codexmem.store.store import Store
 
@@ -243,6 +249,40 @@ def test_an_index_that_cannot_be_made_on_a_full_disk_leaves_no_half_made_file(tm
         again = Store(root)  # space again: the file is made
         assert again.index.path is not None and again.index.path.is_file()
         again.index.close()
+
+
+@pytest.mark.parametrize("parallel", [0, 2])
+def test_a_site_built_onto_a_full_disk_names_out_and_leaves_nothing_half_made(tmp_path: Path, parallel: int) -> None:
+    """The build said ``No space left on device`` and nothing more, and left a half-made Pagefind
+    bundle (``pagefind/.notes-new``) and the temporary file of a page it was replacing. Now the
+    error names ``--out``, nothing half-made is left, and once space is back the next build
+    completes the site: the same files as a build that never failed. (Pagefind's index files
+    follow the order in which the file system lists a folder, which replacing files changes on a
+    tmpfs: search bundles are compared by their parts.)"""
+    fx = make_store(tmp_path / "store")
+    add_channel(fx, "big", 120)
+    now = parse_now(SITE_NOW)
+    with tmpfs(tmp_path / "mnt", "16m") as mnt:  # the site takes some 6 MB, twice
+        out = mnt / "_site"
+        build_site(fx.store, out, now=now, parallel=parallel)  # a first build: the next one replaces files
+        for page in out.rglob("index.html"):
+            page.write_bytes(b"stale")
+        fill(mnt, 0)
+        with pytest.raises(CodexmemError) as refused:
+            build_site(fx.store, out, now=now, full=True, parallel=parallel)
+        assert refused.value.message == f"--out {out}: cannot write there (No space left on device)"
+        half_made = [p.relative_to(out).as_posix() for p in out.rglob("*") if p.name.endswith((".tmp", "-new"))]
+        assert half_made == []
+        (mnt / "filler").unlink()
+        build_site(fx.store, out, now=now, parallel=parallel)
+        fresh = mnt / "fresh"
+        build_site(fx.store, fresh, now=now, parallel=parallel)
+        assert tree_digest(out, skip=("pagefind",)) == tree_digest(fresh, skip=("pagefind",))
+        parts = json.loads((out / "pagefind/parts.json").read_text())
+        assert parts == json.loads((fresh / "pagefind/parts.json").read_text())
+        listed = [sorted(p.name for p in (site / "pagefind").iterdir()) for site in (out, fresh)]
+        assert listed[0] == listed[1]  # no half-made bundle beside the parts
+        assert all((out / "pagefind" / part / "pagefind.js").is_file() for part in parts["parts"])
 
 
 # ------------------------------------------------------------------ read-only store

@@ -41,7 +41,7 @@ from codexmem.progress import Progress
 from codexmem.render.markdown import highlight_css
 from codexmem.render.site.data import SiteData, load
 from codexmem.render.site.feed import FEED_PATH, feed_context, render_feed
-from codexmem.render.site.files import replace_file
+from codexmem.render.site.files import replace_file, write_new
 from codexmem.render.site.pages import Chunk, Page, plan
 from codexmem.render.site.search import PAGEFIND_DIR, Indexer, SearchReport
 from codexmem.render.site.tables import render_chunk
@@ -258,6 +258,10 @@ def build_site(
                 progress_stream,
                 parallel,
             )
+        except OSError as exc:  # a full disk, or a folder made read-only meanwhile: said as --out's
+            if exc.filename and Path(os.path.abspath(exc.filename)).is_relative_to(out):
+                raise _unwritable(out, exc) from None
+            raise
         finally:
             gc.set_threshold(*threshold)
             gc.unfreeze()
@@ -612,8 +616,7 @@ def _write_new(target: Path, raw: bytes, made: set[Path]) -> None:
     if target.parent not in made:
         target.parent.mkdir(parents=True, exist_ok=True)
         made.add(target.parent)
-    with open(target, "wb") as fh:
-        fh.write(raw)
+    write_new(target, raw)
 
 
 def _delete_stale(out: Path, previous: set[str], current: set[str]) -> list[str]:

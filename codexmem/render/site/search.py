@@ -212,10 +212,11 @@ class Indexer:
         shutil.rmtree(self.configs, ignore_errors=True)
 
     def abandon(self) -> None:
-        """The build failed: stop Pagefind and leave the bundles as they were."""
-        for _name, proc in self.running:
+        """The build failed: stop Pagefind and leave the bundles as they were, with no half-made one."""
+        for name, proc in self.running:
             proc.kill()
             proc.wait()
+            shutil.rmtree(os.path.join(self.bundles, f".{name}-new"), ignore_errors=True)
         self.running, self.queue = [], []
         self._cleanup()
 
