@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from pydantic import ValidationError
 from site_fixtures import (
     BUGS_SCHEMA,
@@ -42,6 +43,7 @@ from site_fixtures import (
     ts,
 )
 
+from codexmem.check import check_store
 from codexmem.cli.main import main
 from codexmem.cli.site_cmd import default_out, parse_now
 from codexmem.errors import CodexmemError
@@ -547,9 +549,11 @@ def test_feed_with_a_base_url_has_absolute_links_and_keeps_100_events(tmp_path: 
         ("https://team.example:99999/", "has a port outside 0..65535"),
     ],
 )
-def test_a_base_url_the_feed_would_publish_or_break_on_is_refused_before_any_file(
+def test_a_base_url_the_feed_would_publish_or_break_on_is_refused_before_any_file_and_by_check(
     tmp_path: Path, url: str, problem: str
 ) -> None:
+    """Refused by the build, and, committed as ``site.base_url``, by ``codexmem check``: the pull
+    request that sets it fails, not the job that publishes the site after it is merged."""
     fx = make_store(tmp_path / "store")
     with pytest.raises(CodexmemError) as err:
         build(fx.store, tmp_path / "out", base_url=url)
@@ -558,6 +562,16 @@ def test_a_base_url_the_feed_would_publish_or_break_on_is_refused_before_any_fil
     assert "such as https://org.github.io/repo/" in err.value.message
     assert "s3cret" not in err.value.message
     assert not (tmp_path / "out").exists()
+    config = fx.store.root / "codexmem.yaml"
+    assert [f for f in check_store(fx.store.root).errors if f.path == "codexmem.yaml"] == []
+    body = yaml.safe_load(config.read_text())
+    body.setdefault("site", {})["base_url"] = url
+    config.write_text(yaml.safe_dump(body))
+    found = [f.message for f in check_store(fx.store.root).errors if f.path == "codexmem.yaml"]
+    assert len(found) == 1, found
+    assert found[0].startswith(f"site.base_url {problem}")
+    assert "such as https://org.github.io/repo/" in found[0]
+    assert "s3cret" not in found[0]
 
 
 def test_feed_without_a_base_url_warns(tmp_path: Path) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field
 
@@ -49,6 +51,37 @@ class EventsConfig(StrictModel):
 class SiteConfig(StrictModel):
     base_url: str | None = None
     title: str | None = None
+
+
+_URL_UNSAFE = re.compile(r"[\s\"'<>`\\{}|^]")
+BASE_URL_EXAMPLE = "https://org.github.io/repo/"
+
+
+def base_url_problem(url: str) -> tuple[str | None, str]:
+    """What is wrong with a site's address (None: nothing), and the address as an error may show it.
+
+    An http(s) URL with a host and nothing else the feed would publish or break on (credentials,
+    a query, a fragment, spaces, quotes), since every link of the feed is this text with a path
+    appended. Checked where it is used (``codexmem site``) and where it is committed (``check``);
+    not by the config's model, so a bad address never stops the server from starting.
+    """
+    if _URL_UNSAFE.search(url) or not url.isprintable():
+        return "must not hold spaces, control characters, quotes or angle brackets (percent-encode them)", url
+    if not url.startswith(("https://", "http://")):
+        return "must start with https:// or http://", url
+    parts = urlsplit(url)
+    if not parts.hostname:
+        return "has no host", url
+    if "@" in parts.netloc:  # nor does the error show the credentials
+        shown = url.replace(parts.netloc, "***@" + parts.netloc.rpartition("@")[2], 1)
+        return "must not carry a user name or password (the feed publishes it)", shown
+    if "?" in url or "#" in url:
+        return "must not carry a query (?) or fragment (#)", url
+    try:
+        parts.port  # noqa: B018 - urlsplit checks the port only when asked for it
+    except ValueError:
+        return "has a port outside 0..65535", url
+    return None, url
 
 
 STORE_FORMAT = 2

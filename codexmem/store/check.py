@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from codexmem.errors import CodexmemError
-from codexmem.models.config import StoreConfig
+from codexmem.models.config import BASE_URL_EXAMPLE, StoreConfig, base_url_problem
 from codexmem.store import events as ev
 from codexmem.store.atomic import TMP_PREFIX
 from codexmem.store.history import Expected, FieldState, expected_state, record_fields, value_key
@@ -81,6 +81,7 @@ def scan_store(root: Path) -> StoreScan:
         scan.error(CONFIG_FILE, exc.message)
         return scan
     _check_config_paths(scan, scan.config)
+    _check_site_address(scan, scan.config)
     _walk(scan)
     _check_events(scan)
     return scan
@@ -97,6 +98,17 @@ def _check_config_paths(scan: StoreScan, config: StoreConfig) -> None:
                     f"{project.id}: {path} is an absolute path of one machine: write it relative to the store's "
                     "folder (roots) or to the folder that holds the store (related stores); `codexmem migrate` does",
                 )
+
+
+def _check_site_address(scan: StoreScan, config: StoreConfig) -> None:
+    """A committed ``site.base_url`` the build would refuse fails the check, not the publishing job."""
+    url = config.site.base_url
+    problem, shown = base_url_problem(url) if url else (None, "")
+    if problem is not None:
+        scan.error(
+            CONFIG_FILE,
+            f"site.base_url {problem}: give the site's address, such as {BASE_URL_EXAMPLE}; got {shown[:80]!r}",
+        )
 
 
 # ------------------------------------------------------------------ files

@@ -24,7 +24,6 @@ import json
 import marshal
 import multiprocessing
 import os
-import re
 import shutil
 import signal
 import threading
@@ -34,9 +33,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
-from urllib.parse import urlsplit
 
 from codexmem.errors import CodexmemError
+from codexmem.models.config import BASE_URL_EXAMPLE, base_url_problem
 from codexmem.progress import Progress
 from codexmem.render.markdown import highlight_css
 from codexmem.render.site.data import SiteData, load
@@ -72,7 +71,6 @@ SITE_ENTRIES = frozenset(
 )
 """The names a site has at its top (a test checks them against a build): a folder holding any of
 them that no build wrote is refused."""
-_URL_UNSAFE = re.compile(r"[\s\"'<>`\\{}|^]")
 NOJEKYLL = ".nojekyll"
 ASSETS_DIR = "assets"
 PROGRESS_MIN_PAGES = 200
@@ -157,36 +155,16 @@ def _canonical(value: Any) -> bytes:
 def normalize_base_url(url: str | None) -> str | None:
     """The address the site is published at, ending in ``/`` (the feed's links start with it).
 
-    From ``--base-url`` or the store's ``site.base_url``: an http(s) URL with a host and nothing
-    else the feed would publish or break on (credentials, a query, a fragment, spaces, quotes),
-    since every link of the feed is this text with a path appended.
+    From ``--base-url`` or the store's ``site.base_url``, checked by :func:`base_url_problem`.
     """
     if not url:
         return None
-    problem = None
-    if _URL_UNSAFE.search(url) or not url.isprintable():
-        problem = "must not hold spaces, control characters, quotes or angle brackets (percent-encode them)"
-    elif not url.startswith(("https://", "http://")):
-        problem = "must start with https:// or http://"
-    else:
-        parts = urlsplit(url)
-        if not parts.hostname:
-            problem = "has no host"
-        elif "@" in parts.netloc:
-            problem = "must not carry a user name or password (the feed publishes it)"
-            url = url.replace(parts.netloc, "***@" + parts.netloc.rpartition("@")[2], 1)  # nor does this error
-        elif "?" in url or "#" in url:
-            problem = "must not carry a query (?) or fragment (#)"
-        else:
-            try:
-                parts.port  # noqa: B018 - urlsplit checks the port only when asked for it
-            except ValueError:
-                problem = "has a port outside 0..65535"
+    problem, shown = base_url_problem(url)
     if problem is not None:
         raise CodexmemError(
             "ERR_INVALID_INPUT",
             f"--base-url (or site.base_url) {problem}: give the site's address, such as "
-            f"https://org.github.io/repo/; got {url[:80]!r}",
+            f"{BASE_URL_EXAMPLE}; got {shown[:80]!r}",
         )
     return url if url.endswith("/") else url + "/"
 
