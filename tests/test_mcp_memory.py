@@ -15,7 +15,7 @@ from memory_fixtures import NOW, answer_bytes, call, make_repo, mcp_client, sess
 
 from codexmem.envelope import MAX_ANSWER_BYTES
 from codexmem.errors import Warnings
-from codexmem.memory import notes
+from codexmem.memory import handoffs, notes
 from codexmem.models.records import ScopeRef
 from codexmem.store.init import init_store
 from codexmem.store.layout import SESSION
@@ -303,7 +303,11 @@ async def test_search_finds_prefixes_keeps_same_titles_and_stays_in_its_project(
     ids = [r["id"] for r in prefix["data"]["results"]]
     assert sorted(ids) == sorted([first["data"]["note"]["note_id"], second["data"]["note"]["note_id"]])
     assert prefix["warnings"] == [] and all(r["scope"] == boot["session"]["scope"] for r in prefix["data"]["results"])
-    assert none == {"ok": True, "data": {"results": [], "has_more": False, "truncated": False}, "warnings": []}
+    assert none == {
+        "ok": True,
+        "data": {"results": [], "has_more": False, "truncated": False, "next_cursor": None},
+        "warnings": [],
+    }
     assert {n["scope"]["project_id"] for n in recent["data"]["notes"]} == {boot["scope"]["project_id"]}
 
 
@@ -404,6 +408,58 @@ async def test_the_largest_answer_of_every_tool_fits_the_budget(store_path: Path
         assert 0 < len(data[key]) < 20, name
     assert all(n["content_truncated"] for n in boot["recent_notes"])
     assert boot["latest_handoff"]["next_steps_truncated"] is True
+
+
+async def test_a_search_cut_by_the_budget_pages_on_with_its_cursor(store_path: Path, web: Path, tmp_path: Path) -> None:
+    """``has_more`` used to be a dead end: the results past the budget could not be reached. The
+    cursor of each page leads to the next, and the pages together hold every match once."""
+    clone = make_repo(tmp_path / "clone" / "order-web", remote=REMOTE)
+    scope, sid, _ = _long_store(store_path, web, clone)
+    store = Store(store_path)
+    ref = ScopeRef(**{k: scope[k] for k in ("system_id", "project_id", "workspace_id")})
+    for i in range(5):
+        handoffs.save_handoff(
+            store,
+            NOW + timedelta(minutes=i),
+            Warnings(),
+            scope=ref,
+            session_id=sid,
+            kind="checkpoint",
+            task=f"Payment handoff {i}",
+            summary="Payment work in progress.",
+            next_steps=["go on"],
+            status="open",
+        )
+    everything = {p.stem for p in (store_path / "notes").rglob("*.md")}
+    everything |= {p.stem for p in (store_path / "handoffs").rglob("*.md")}
+    assert len(everything) == 105
+    asked = {"query": "payment", "scope": scope, "limit": 20, "include_handoffs": True}
+    seen: list[str] = []
+    pages: list[dict[str, Any]] = []
+    async with mcp_client(store_path) as client:
+        cursor = ""
+        while True:
+            page = await call(client, "memory_search", **asked, **({"cursor": cursor} if cursor else {}))
+            assert page["ok"], page
+            assert answer_bytes(page) <= MAX_ANSWER_BYTES
+            pages.append(page["data"])
+            seen += [r["id"] for r in page["data"]["results"]]
+            if not page["data"]["has_more"]:
+                assert page["data"]["next_cursor"] is None
+                break
+            cursor = page["data"]["next_cursor"]
+            assert len(pages) < 50, "the cursor moves on"
+        other = await call(client, "memory_search", **{**asked, "query": "enum"}, cursor=pages[0]["next_cursor"])
+        bent = await call(client, "memory_search", **asked, cursor="x" + pages[0]["next_cursor"])
+        past = await call(client, "memory_search", **asked, cursor="9000." + pages[0]["next_cursor"].split(".")[1])
+    assert len(pages) > 5 and all(p["results"] for p in pages)  # about 10 results fit a page
+    assert pages[0]["truncated"] is True
+    assert len(seen) == len(set(seen)) and set(seen) == everything  # each match once, none missed
+    assert [f["field"] for f in other["error"]["fields"]] == ["cursor"]
+    assert "was given by a search with other arguments" in other["error"]["message"]
+    assert [f["field"] for f in bent["error"]["fields"]] == ["cursor"]
+    assert "must be a next_cursor of memory_search" in bent["error"]["message"]
+    assert past["data"] == {"results": [], "has_more": False, "truncated": False, "next_cursor": None}
 
 
 # ------------------------------------------------------------------ the seed's example flow

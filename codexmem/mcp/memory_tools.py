@@ -215,6 +215,9 @@ class SearchInput(ToolInput):
     include_related_projects: IncludeRelated = False
     related_reason: RelatedReason = ""
     intent: Intent = "general"
+    cursor: Annotated[
+        str, Field(max_length=64, description="next_cursor of the previous page, with the same other arguments")
+    ] = ""
 
 
 class RecentInput(ToolInput):
@@ -395,6 +398,7 @@ def _search(state: ServerState, args: SearchInput, warnings: Warnings) -> dict[s
         include_handoffs=args.include_handoffs,
         include_related_projects=args.include_related_projects,
         intent=args.intent,
+        cursor=args.cursor,
     )
 
 
@@ -527,7 +531,8 @@ TOOLS: list[ToolSpec] = [
     ToolSpec(
         "memory_search",
         "Search this project's notes (and handoffs with include_handoffs) by words, each matching as a prefix. "
-        "Results are ranked and show a short summary; memory_get_note returns a record in full.",
+        "Results are ranked and show a short summary; memory_get_note returns a record in full. has_more: "
+        "send next_cursor as cursor for the next page.",
         SearchInput,
         _search,
         read_only=True,

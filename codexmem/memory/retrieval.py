@@ -7,7 +7,9 @@ early (``has_more``, ``truncated``); list items show ~300 characters of content,
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
 import re
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -16,7 +18,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal, NamedTuple
 
 from codexmem.envelope import MAX_ANSWER_BYTES, fit, fits, shorten
-from codexmem.errors import CodexmemError, Warnings
+from codexmem.errors import CodexmemError, Warnings, invalid_input
 from codexmem.memory.anchors import Staleness
 from codexmem.memory.handoffs import handoff_view
 from codexmem.memory.lifecycle import recover_idle_sessions
@@ -43,6 +45,9 @@ SERVED_HANDOFF_STATES = [s for s in HANDOFF_STATUSES if s != "retracted"]
 BY_VALUE = (("importance", True), ("created_at", True), ("id", True))
 BY_TIME = (("created_at", True), ("id", True))
 MAX_QUERY_WORDS = 32
+CURSOR_ID_CHARS = 8
+"""A search's ``next_cursor`` is ``<offset>.<id>``, the id a digest of the search's arguments."""
+MAX_CURSOR_OFFSET = 9999
 
 # Ranking: workspace > project > related, live states first, then importance, recency, relevance.
 SCOPE_POINTS = {"workspace": 100, "project": 70, "related": 20}
@@ -233,9 +238,18 @@ def search(
     include_handoffs: bool = False,
     include_related_projects: bool = False,
     intent: Intent = "general",
+    cursor: str = "",
 ) -> dict[str, Any]:
-    """``memory_search``: full-text search over this project's notes (and handoffs), ranked."""
+    """``memory_search``: full-text search over this project's notes (and handoffs), ranked.
+
+    A page that stops early (``has_more``) gives ``next_cursor``: the same search with it returns
+    the next results of the same ranking, since every argument but the cursor must be the same.
+    """
     words = unique(w.lower() for w in re.findall(r"\w+", required_text(query, "query")))[:MAX_QUERY_WORDS]
+    asked = [words, sorted(types), sorted(states), min_importance, limit, include_handoffs]
+    asked += [include_related_projects, intent, scope.project_id, scope.workspace_id]
+    search_id = hashlib.sha256(json.dumps(asked).encode("utf-8")).hexdigest()[:CURSOR_ID_CHARS]
+    offset = _cursor_offset(cursor, search_id)
     note_filter: dict[str, Sequence[str]] = {"project_id": [scope.project_id]}
     handoff_filter: dict[str, Sequence[str]] = {"project_id": [scope.project_id]}
     if types:
@@ -281,16 +295,35 @@ def search(
             min_importance=min_importance,
         )
     ranked = rank(found, scope, now, intent)
-    shown = ranked[:limit]
+    shown = ranked[offset : offset + limit]
     stale = Staleness(store.config, store.root)
+    longest = f"{MAX_CURSOR_OFFSET}.{search_id}"  # set after fitting: never longer than what was fitted
     data, kept = fit_lists(
         warnings,
         [("results", result_view(c, stale)) for c in shown],
-        lambda groups: {"results": groups["results"], "has_more": False, "truncated": False},
+        lambda groups: {"results": groups["results"], "has_more": False, "truncated": False, "next_cursor": longest},
     )
-    data["has_more"] = kept < len(ranked)
+    data["has_more"] = offset + kept < len(ranked)
     data["truncated"] = kept < len(shown)
+    data["next_cursor"] = f"{offset + kept}.{search_id}" if data["has_more"] else None
     return data
+
+
+def _cursor_offset(cursor: str, search_id: str) -> int:
+    """Where a page of this search starts: 0, or the ``next_cursor`` a page of the same search gave."""
+    if not cursor:
+        return 0
+    offset, _, made_for = cursor.partition(".")
+    if not (offset.isascii() and offset.isdigit()) or len(offset) > len(str(MAX_CURSOR_OFFSET)) or not made_for:
+        example = f"10.{search_id}"
+        raise invalid_input("cursor", f"must be a next_cursor of memory_search, such as {example}; got {cursor[:40]!r}")
+    if made_for != search_id:
+        raise invalid_input(
+            "cursor",
+            "was given by a search with other arguments: send it with the same query, scope, filters and limit, "
+            "or leave it out for the first page",
+        )
+    return int(offset)
 
 
 def rank(found: Sequence[Candidate], scope: ScopeRef, now: datetime, intent: str) -> list[Candidate]:
