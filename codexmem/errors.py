@@ -52,6 +52,7 @@ WarningCode = Literal[
     "WARN_NO_CHANGE",
     "WARN_UNREADABLE_FILES",
     "WARN_SCHEMA_CUT",
+    "WARN_AGENTS_NOT_READ",
 ]
 WARNING_CODES: tuple[str, ...] = get_args(WarningCode)
 

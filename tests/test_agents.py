@@ -117,6 +117,42 @@ def test_cli_check_detects_drift(store: Store, tmp_path: Path) -> None:
     assert "the codexmem block differs" in result.stderr
 
 
+def test_cli_says_when_codex_would_not_read_the_block(store: Store, tmp_path: Path) -> None:
+    """Codex reads the first 32 KiB of the AGENTS.md files from the repository root down, and an
+    AGENTS.override.md instead of the AGENTS.md beside it: a block past either was written, and
+    checked, as if Codex read it."""
+    repo = tmp_path / "repo"
+    (repo / "services" / "api").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    agents = repo / "AGENTS.md"
+    args = ["agents", "--store", str(store.root), "--project", "proj_order_web"]
+    agents.write_text("# Our rules\n\n" + "Keep handlers small and tested.\n" * 30)
+    short = run_cli(*args, "--out", str(agents), "--mode", "append")
+    assert short.returncode == 0 and short.stderr == ""  # read whole: nothing to say
+
+    agents.write_text("# Our rules\n\n" + "Keep handlers small and tested.\n" * 1100)  # 35 KB of a person's text
+    long = run_cli(*args, "--out", str(agents), "--mode", "append")
+    check = run_cli(*args, "--out", str(agents), "--check")
+    reach = agents.read_text().index(END_MARKER) + len(END_MARKER)
+    expected = f"the codexmem block ends {reach:,} bytes into the AGENTS.md files Codex reads, past the 32,768"
+    assert long.returncode == 0 and f"codexmem agents: note: {expected}" in long.stderr
+    assert check.returncode == 0 and check.stdout.endswith("up to date\n") and expected in check.stderr
+
+    nested = repo / "services" / "api" / "AGENTS.md"  # read after the root's file, in the same budget
+    agents.write_text("# Our rules\n\n" + "Keep handlers small and tested.\n" * 1000)
+    above = agents.stat().st_size
+    below = run_cli(*args, "--out", str(nested))
+    assert below.returncode == 0 and f"({above:,} of them in the AGENTS.md files of the folders above)" in below.stderr
+
+    agents.write_text("# Our rules\n")
+    assert run_cli(*args, "--out", str(agents), "--mode", "append").stderr == ""
+    (repo / "AGENTS.override.md").write_text("# Local rules\n")
+    overridden = run_cli(*args, "--out", str(agents), "--check")
+    assert overridden.returncode == 0
+    assert f"Codex reads {repo / 'AGENTS.override.md'} instead of AGENTS.md in that folder" in overridden.stderr
+    assert run_cli(*args, "--out", str(repo / "AGENTS.override.md"), "--mode", "append").stderr == ""
+
+
 def test_cli_needs_a_project_when_several_are_declared(store: Store) -> None:
     result = run_cli("agents", "--store", str(store.root))
     assert result.returncode == 2

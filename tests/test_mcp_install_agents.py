@@ -81,6 +81,24 @@ async def test_append_three_times_leaves_one_block_and_the_rest_byte_for_byte(
     assert renamed["data"]["written_files"][0]["path"] == str(web / "AGENTS.md")
 
 
+async def test_a_block_codex_would_not_read_is_written_and_said(store_path: Path, web: Path, home: Path) -> None:
+    """Appended to a person's long AGENTS.md, the block lies past the 32 KiB Codex reads; beside an
+    AGENTS.override.md, Codex reads the other file. Each is written as asked, with a warning."""
+    (web / "AGENTS.md").write_text(HAND_WRITTEN + "Keep handlers small and tested.\n" * 1100)
+    async with mcp_client(store_path) as client:
+        long = await install(client, target="project", mode="append", cwd=str(web))
+        (web / "AGENTS.md").write_text(HAND_WRITTEN)
+        short = await install(client, target="project", mode="append", cwd=str(web))
+        (web / "AGENTS.override.md").write_text("# Local rules\n")
+        overridden = await install(client, target="project", mode="append", cwd=str(web))
+    assert [f["target"] for f in long["data"]["written_files"]] == ["project"]
+    [cut] = [w["message"] for w in long["warnings"] if w["code"] == "WARN_AGENTS_NOT_READ"]
+    assert cut.startswith("the codexmem block ends ") and "past the 32,768 it reads (project_doc_max_bytes)" in cut
+    assert "WARN_AGENTS_NOT_READ" not in codes(short)
+    [other] = [w["message"] for w in overridden["warnings"] if w["code"] == "WARN_AGENTS_NOT_READ"]
+    assert other.startswith(f"Codex reads {web / 'AGENTS.override.md'} instead of AGENTS.md")
+
+
 async def test_overwrite_replaces_the_file_with_the_rendering_and_overrides_apply(
     store_path: Path, web: Path, home: Path
 ) -> None:

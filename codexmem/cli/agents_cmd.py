@@ -39,7 +39,14 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from codexmem.errors import CodexmemError
-    from codexmem.render.agents import check_marked, project_context, render_global, render_project, write_marked
+    from codexmem.render.agents import (
+        check_marked,
+        missed_by_codex,
+        project_context,
+        render_global,
+        render_project,
+        write_marked,
+    )
 
     if (args.check or args.mode) and not args.out:
         flag = "--check" if args.check else "--mode"
@@ -63,11 +70,14 @@ def run(args: argparse.Namespace) -> int:
             print(f"{args.out}: {problem}; run `{fix}`", file=sys.stderr)
             return 1
         print(f"{args.out}: up to date")
-        return 0
-    if args.out:
+    elif args.out:
         print(write_marked(Path(args.out), text, args.mode))
     else:
         sys.stdout.write(text)
+        return 0
+    missed = None if args.global_ else missed_by_codex(Path(args.out))
+    if missed:  # the file is right, but Codex would not read it all: said, not failed
+        print(f"codexmem agents: note: {missed}", file=sys.stderr)
     return 0
 
 

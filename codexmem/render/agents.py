@@ -24,6 +24,9 @@ BEGIN_MARKER = "<!-- codexmem:begin -->"
 END_MARKER = "<!-- codexmem:end -->"
 PLACEHOLDER_RE = re.compile(r"<[a-z][a-z0-9-]*>")
 MAX_AGENTS_BYTES = 32 * 1024
+"""What Codex reads of the AGENTS.md files from the repository root down (``project_doc_max_bytes``)."""
+OVERRIDE_NAME = "AGENTS.override.md"
+"""Codex reads this file instead of AGENTS.md in the same folder."""
 TARGETS = ("global", "project", "both")
 MODES = ("safe", "append", "overwrite")
 
@@ -264,6 +267,10 @@ def install(plans: list[Plan], mode: str, warnings: Warnings) -> dict[str, list[
             raise CodexmemError("ERR_AGENTS_WRITE_DENIED", f"cannot write {plan.path}: {exc.strerror}") from None
         written.append({"path": str(plan.path), "target": plan.target, "mode": mode})
         unresolved.update(unresolved_placeholders(plan.content))
+    for plan in plans:
+        missed = missed_by_codex(plan.path) if plan.target == "project" else None
+        if missed:
+            warnings.add("WARN_AGENTS_NOT_READ", missed)
     if unresolved:
         warnings.add(
             "WARN_PLACEHOLDERS_UNRESOLVED",
@@ -365,6 +372,47 @@ def check_marked(path: Path, content: str) -> tuple[str, str | None] | None:
         same = block == marked(content, line_end(existing))
         return None if same else ("the codexmem block differs from the rendering", None)
     return None if existing == content else ("has no codexmem block", "append")
+
+
+def missed_by_codex(path: Path) -> str | None:
+    """Why Codex would not read the whole codexmem block of the AGENTS.md at ``path`` (None: it would).
+
+    Codex reads one file per folder from the repository root down to its working folder, an
+    ``AGENTS.override.md`` instead of the AGENTS.md beside it, and cuts what comes after the
+    first ``MAX_AGENTS_BYTES`` of them all: a block appended to a long file may never be read.
+    """
+    from codexmem.gitrepo import find_git_root
+
+    path = Path(os.path.abspath(path))
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    end = raw.find(END_MARKER.encode("ascii"), max(raw.find(BEGIN_MARKER.encode("ascii")), 0))
+    if BEGIN_MARKER.encode("ascii") not in raw or end < 0:
+        return None
+    override = path.with_name(OVERRIDE_NAME)
+    if path.name != OVERRIDE_NAME and override.is_file():
+        return (
+            f"Codex reads {override} instead of {path.name} in that folder, so it does not read this block: "
+            f"add the block there too (`codexmem agents --out {override} --mode append`) or remove that file"
+        )
+    before = 0  # what Codex reads first: the files of the folders above, from the repository root down
+    root = find_git_root(str(path.parent))
+    folder = path.parent
+    while root is not None and folder != root and folder.is_relative_to(root):
+        folder = folder.parent
+        read = next((f for f in (folder / OVERRIDE_NAME, folder / "AGENTS.md") if f.is_file()), None)
+        before += read.stat().st_size if read is not None else 0
+    reach = before + end + len(END_MARKER)
+    if reach <= MAX_AGENTS_BYTES:
+        return None
+    above = f" ({before:,} of them in the AGENTS.md files of the folders above)" if before else ""
+    return (
+        f"the codexmem block ends {reach:,} bytes into the AGENTS.md files Codex reads{above}, past the "
+        f"{MAX_AGENTS_BYTES:,} it reads (project_doc_max_bytes), so Codex gets it cut or not at all: "
+        "move the block nearer the top of the file, shorten the file, or raise project_doc_max_bytes"
+    )
 
 
 def _read_existing(path: Path) -> str | None:
