@@ -388,8 +388,9 @@ def missed_by_codex(path: Path) -> str | None:
         raw = path.read_bytes()
     except OSError:
         return None
-    end = raw.find(END_MARKER.encode("ascii"), max(raw.find(BEGIN_MARKER.encode("ascii")), 0))
-    if BEGIN_MARKER.encode("ascii") not in raw or end < 0:
+    begin = raw.find(BEGIN_MARKER.encode("ascii"))
+    end = raw.find(END_MARKER.encode("ascii"), begin) if begin >= 0 else -1
+    if end < 0:  # no block: nothing of codexmem's to miss
         return None
     override = path.with_name(OVERRIDE_NAME)
     if path.name != OVERRIDE_NAME and override.is_file():
