@@ -111,6 +111,29 @@ class Repo:
             return []
         return sorted(self.git("diff", "--name-only", "--diff-filter=U").split())
 
+    def land(self, branch: str, how: str) -> list[str]:
+        """Land ``branch`` on ``main`` as a hosting service's button does: ``merge`` (a merge
+        commit), ``squash`` (one commit of the branch's changes) or ``rebase`` (its commits replayed
+        on ``main``, which then moves to the last). The paths left conflicting ([] when clean)."""
+        if how == "merge":
+            return self.merge(branch)
+        if how == "squash":
+            done = git(self.path, "merge", "--squash", "-q", branch, check=False)
+            if done.returncode == 0:
+                self.commit(f"{branch} (squashed)")
+                return []
+            return sorted(self.git("diff", "--name-only", "--diff-filter=U").split())
+        self.checkout(branch)
+        done = git(self.path, "rebase", "-q", "main", check=False)
+        if done.returncode != 0:
+            conflicted = sorted(self.git("diff", "--name-only", "--diff-filter=U").split())
+            self.git("rebase", "--abort")
+            self.checkout("main")
+            return conflicted
+        self.checkout("main")
+        self.git("merge", "-q", "--ff-only", branch)
+        return []
+
     def check(self) -> CheckResult:
         return check_store(self.store_root)
 

@@ -24,28 +24,32 @@ def repo(tmp_path: Path) -> Repo:
     return repo
 
 
-def test_two_pull_requests_from_one_clone_merge_cleanly(repo: Repo) -> None:
+@pytest.mark.parametrize("how", ["merge", "squash", "rebase"])
+def test_two_pull_requests_from_one_clone_merge_cleanly(repo: Repo, how: str) -> None:
     """Two branches of one clone, each with an agent session writing notes and a status move and a
-    person editing a bug: their event files differ by branch, so neither appends to the other's."""
+    person editing a bug: their event files differ by branch, so neither appends to the other's.
+    Whichever button lands them: a merge commit, one squashed commit, or the commits rebased."""
     bug = repo.item(title="Totals off by a cent")
     repo.commit("a bug")
     repo.branch("feat/totals")
     scope, session = repo.session("Fix the totals")
     first = repo.note(scope, session, "Round the sum, not each line")
     second = repo.note(scope, session, "Invoices are the legal document")
+    repo.commit("totals: notes")  # several commits a branch: a rebase replays each
     repo.status("note", first, "superseded", superseded_by=second)
     repo.edit(bug, owner="aiko")
     repo.commit("totals")
     repo.branch("feat/shipping")
     scope, session = repo.session("Fix shipping")
     third = repo.note(scope, session, "Express shipping is taxed")
+    repo.commit("shipping: a note")
     repo.status("note", third, "resolved")
     repo.edit(bug, severity="s2")
     repo.commit("shipping")
 
     repo.checkout("main")
-    assert repo.merge("feat/totals") == []
-    assert repo.merge("feat/shipping") == []
+    assert repo.land("feat/totals", how) == []
+    assert repo.land("feat/shipping", how) == []
 
     assert errors(repo.check()) == []
     index = repo.store().fresh_index()
