@@ -126,6 +126,46 @@ def test_different_numbers_of_changes_conflict_on_the_version_line_only(repo: Re
     assert repo.version(bug) == 4  # past both branches' heads (3 and 2)
 
 
+def test_the_rebase_button_stops_on_the_version_line_of_a_record_both_branches_changed(repo: Repo) -> None:
+    """Both branches changed one bug twice, in two commits each: merge and squash take it cleanly
+    (the version lines agree), but a rebase replays the first commit (version 2) onto main's
+    version 3. The conflict is that line alone; the merge button or a local rebase (the driver
+    takes the higher version, tests/test_merge_driver.py) lands it."""
+    bug = repo.item(title="Checkout hangs")
+    repo.commit("a bug")
+    repo.branch("owner")
+    repo.edit(bug, owner="mika")
+    repo.commit("owner")
+    repo.edit(bug, due="2026-03-20")
+    repo.commit("due")
+    repo.branch("triage", "main")
+    repo.edit(bug, status="triaged")
+    repo.commit("status")
+    repo.edit(bug, points=3)
+    repo.commit("points")
+    repo.checkout("main")
+    assert repo.land("owner", "rebase") == []
+    path = repo.item_path(bug)
+    repo.checkout("triage")
+    repo.git("rebase", "main", check=False)  # stops at the first commit, on the conflict below
+    assert sorted(repo.git("diff", "--name-only", "--diff-filter=U").split()) == [
+        path.relative_to(repo.path).as_posix()
+    ]
+    text = path.read_text()
+    assert text.count("<<<<<<<") == 1 and "\n  3\n=======\n  2\n>>>>>>>" in text  # the version line, nothing else
+    repo.git("rebase", "--abort")
+    repo.checkout("main")
+    assert repo.land("triage", "merge") == []
+    assert errors(repo.check()) == []
+    assert repo.values(bug) == {
+        "title": "Checkout hangs",
+        "status": "triaged",
+        "owner": "mika",
+        "points": 3,
+        "due": "2026-03-20",
+    }
+
+
 def test_every_pair_of_fields_merges_cleanly() -> None:
     """Each field of a bug and of a note changed on one side, another field on the other side."""
     from bench.merge_pairs import field_pairs
