@@ -40,6 +40,17 @@ def _scope_id(prefix: str, example: str) -> AfterValidator:
 
 
 Timestamp = Annotated[str, AfterValidator(_ts)]
+
+
+def _lf(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+MarkdownText = Annotated[str, AfterValidator(_lf)]
+"""A Markdown body: its line ends are LF, however it came (CommonMark reads CR, LF and CRLF as one
+line end, so nothing renders otherwise). A checkout with CRLF line ends (Git for Windows' default,
+``core.autocrlf=true``) reads as the file codexmem wrote, and a body sent with CRLF is stored as
+the LF file git would make of it, so a file and its events never differ by carriage returns."""
 SessionId = Annotated[str, _record_id("sess")]
 NoteId = Annotated[str, _record_id("note")]
 HandoffId = Annotated[str, _record_id("handoff")]

@@ -17,6 +17,7 @@ from codexmem.models.base import (
     HandoffId,
     ImportId,
     ItemId,
+    MarkdownText,
     NoteId,
     ProjectId,
     SessionId,
@@ -114,7 +115,7 @@ class Note(StrictModel):
     anchor: Anchor | None = None
     created_at: Timestamp
     updated_at: Timestamp | None = None
-    content: str = Field(min_length=1, max_length=MAX_CONTENT)
+    content: MarkdownText = Field(min_length=1, max_length=MAX_CONTENT)
 
 
 class Handoff(StrictModel):
@@ -135,7 +136,7 @@ class Handoff(StrictModel):
     status_reason: str | None = Field(default=None, max_length=MAX_SHORT)
     created_at: Timestamp
     updated_at: Timestamp | None = None
-    summary: str = Field(min_length=1, max_length=MAX_CONTENT)
+    summary: MarkdownText = Field(min_length=1, max_length=MAX_CONTENT)
 
 
 class ImportAudit(StrictModel):

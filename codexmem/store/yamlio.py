@@ -227,9 +227,7 @@ def split_front_matter(text: str, *, source: str) -> tuple[Any, str]:
         raise YamlError(f"{source}: Markdown record must start with '---' YAML front matter and close it with '---'")
     front = load_yaml(m.group("front"), source=source)
     body = text[m.end() :]
-    if body.endswith("\n"):
-        body = body[:-1]
-    return front, body
+    return front, body.removesuffix("\r\n") if body.endswith("\r\n") else body.removesuffix("\n")
 
 
 def join_front_matter(front: dict[str, Any], body: str) -> str:
