@@ -72,12 +72,12 @@ def build(root: Path, notes: int, files: int, commits: int, rng: random.Random) 
     for c in range(commits):
         for rel in rng.sample(paths, 20):
             (repo / rel).write_text((repo / rel).read_text() + f"# change {c}\n")
-        head = commit(repo, f"change {c}")
+        commit(repo, f"change {c}")
         at = START + timedelta(hours=c + 1)
         with store.transaction(session, at=format_ts(at)) as txn:
             for n in range(per_commit if c < commits - 1 else notes - saved):
                 named = rng.sample(paths, rng.randint(1, 3))
-                blobs = {rel: anchors.blob_id(repo / rel) or "" for rel in named}
+                made = anchors.make_anchor(repo, named)  # as a save makes it: HEAD and the files' blobs
                 note = Note(
                     note_id=store.new_id("note", at),
                     scope=scope,
@@ -86,7 +86,7 @@ def build(root: Path, notes: int, files: int, commits: int, rng: random.Random) 
                     title=f"How {rng.choice(WORDS)} {rng.choice(WORDS)} works ({c}.{n})",
                     importance=rng.randint(1, 5),
                     file_paths=named,
-                    anchor=Anchor(commit=head, files=blobs),
+                    anchor=Anchor(**made) if made else None,
                     created_at=format_ts(at),
                     content=" ".join(rng.choice(WORDS) for _ in range(40)),
                 )

@@ -62,7 +62,7 @@ async def test_a_save_records_head_and_the_blob_git_gives_each_named_file(repo: 
     blob = git(repo, "hash-object", "src/pay.py").stdout.strip()  # the working file, as saved
     assert f"commit: {head}" in text
     assert f"src/pay.py: {blob}" in text
-    assert blob_id(repo / "src" / "pay.py") == blob
+    assert blob_id(repo / "src" / "pay.py") == (blob, False)  # no carriage return: hashed as git would
     assert "not-there" not in text.split("anchor:")[1]  # no blob to compare with: left out
     assert "anchor" not in note_file(repo / ".codexmem", plain)
 

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from merge_fixtures import errors, new_repo
 
+from codexmem.errors import Warnings
+from codexmem.memory.retrieval import search
 from codexmem.render.site import build_site
 from codexmem.store.layout import HANDOFF, NOTE
 from codexmem.store.store import Store
@@ -63,3 +65,34 @@ def test_a_body_sent_with_crlf_is_stored_with_lf(tmp_path: Path) -> None:
     assert note["content"] == "First line.\nSecond line.\n\n- a list item"
     result = repo.check()
     assert errors(result) == [] and [str(w) for w in result.warnings] == []
+
+
+def test_a_note_saved_in_a_crlf_checkout_is_anchored_to_the_file_git_holds(tmp_path: Path) -> None:
+    """The anchor's blob was the hash of the checkout's CRLF bytes, which git never holds: the note
+    was marked stale at the next commit of anything, the file unchanged."""
+    repo = new_repo(tmp_path / "shop")
+    (repo.path / "src").mkdir()
+    (repo.path / "src" / "pay.ts").write_text("export const a = 1;\nexport const b = 2;\n")
+    (repo.path / "src" / "lf.ts").write_text("export const c = 3;\n")
+    repo.commit("code")
+    repo.git("config", "core.autocrlf", "true")
+    repo.git("rm", "-q", "-r", "--cached", ".")
+    repo.git("reset", "-q", "--hard")
+    assert (repo.path / "src" / "pay.ts").read_bytes() == b"export const a = 1;\r\nexport const b = 2;\r\n"
+    scope, session = repo.session("payments")
+    note_id = repo.note(scope, session, "Payment constants", "a, b and c", file_paths=["src/pay.ts", "src/lf.ts"])
+    [note] = Store(repo.store_root).fresh_index().select(NOTE)
+    held = {line.split("\t")[1]: line.split()[2] for line in repo.git("ls-tree", "HEAD", "src/").splitlines()}
+    assert note["anchor"]["files"] == {"src/pay.ts": held["src/pay.ts"], "src/lf.ts": held["src/lf.ts"]}
+
+    def marked() -> list[str]:
+        found = search(Store(repo.store_root), repo.now(), Warnings(), scope=scope, query="payment")
+        [result] = [r for r in found["results"] if r["id"] == note_id]
+        return list(result.get("changed_paths", []))
+
+    (repo.path / "README.md").write_text("unrelated\n")
+    repo.commit("something else")
+    assert marked() == []  # the file is as the note saw it
+    (repo.path / "src" / "pay.ts").write_text("export const a = 10;\r\nexport const b = 2;\r\n")
+    repo.commit("a changes")
+    assert marked() == ["src/pay.ts"]

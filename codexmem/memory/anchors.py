@@ -62,14 +62,43 @@ def make_anchor(root: Path, paths: Iterable[str]) -> dict[str, Any] | None:
     if commit is None:
         return None
     files: dict[str, str] = {}
+    with_cr: list[str] = []
     inside = os.path.realpath(root) + os.sep
     for rel in paths:
         if not os.path.realpath(root / rel).startswith(inside):
             continue  # through a symlinked folder: git does not track it there either
-        blob = blob_id(root / rel, sha256=len(commit) == 64)
-        if blob is not None:
-            files[rel] = blob
+        found = blob_id(root / rel, sha256=len(commit) == 64)
+        if found is not None:
+            files[rel], cr = found
+            if cr and "\n" not in rel:
+                with_cr.append(rel)
+    files.update(git_blob_ids(root, with_cr))
     return {"commit": commit, "files": files}
+
+
+def git_blob_ids(root: Path, rels: list[str]) -> dict[str, str]:
+    """The ids git gives these files when it stores them, its line-end conversion applied.
+
+    A checkout with CRLF line ends (Git for Windows' default, ``core.autocrlf=true``, or ``eol``
+    attributes) holds bytes git stores with LF: hashed as they are, every such note looked stale
+    at the next commit. Whether git converts a file depends on its config and attributes, so git
+    itself is asked, once for all of a note's files, and only for files holding a carriage return.
+    """
+    if not rels:
+        return {}
+    try:
+        done = subprocess.run(
+            ["git", "hash-object", "--stdin-paths"],
+            cwd=root,
+            input="".join(f"{rel}\n" for rel in rels).encode("utf-8", "surrogateescape"),
+            capture_output=True,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    ids = done.stdout.decode("ascii", "replace").split()
+    return dict(zip(rels, ids, strict=True)) if done.returncode == 0 and len(ids) == len(rels) else {}
 
 
 def head_of(root: Path) -> str | None:
@@ -78,8 +107,9 @@ def head_of(root: Path) -> str | None:
     return head_commit(repo.git_dir, repo.common_dir) if repo.git_dir is not None else None
 
 
-def blob_id(path: Path, *, sha256: bool = False) -> str | None:
-    """The id git gives this file's content (``sha1("blob <size>\\0" + bytes)``); None if it is no regular file."""
+def blob_id(path: Path, *, sha256: bool = False) -> tuple[str, bool] | None:
+    """The id git gives this file's bytes (``sha1("blob <size>\\0" + bytes)``), and whether they hold a
+    carriage return (git may store them otherwise); None if it is no regular file."""
     try:
         st = os.lstat(path)
         if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_HASHED_BYTES:
@@ -90,7 +120,7 @@ def blob_id(path: Path, *, sha256: bool = False) -> str | None:
     digest = hashlib.sha256() if sha256 else hashlib.sha1(usedforsecurity=False)
     digest.update(b"blob %d\0" % len(data))
     digest.update(data)
-    return digest.hexdigest()
+    return digest.hexdigest(), b"\r" in data
 
 
 @dataclass(frozen=True)
