@@ -166,6 +166,45 @@ def test_the_rebase_button_stops_on_the_version_line_of_a_record_both_branches_c
     }
 
 
+def test_a_branch_that_goes_on_after_a_squash_merge_is_settled_by_resolve(repo: Repo) -> None:
+    """Squash-merged, the branch's events file is on main as a new file; the branch then appends to
+    it, and its next merge meets two versions of one file. Before, the file kept git's markers,
+    ``check`` called each marker line a malformed event and ``resolve`` left it so. Events are only
+    ever added: resolve keeps both sides' lines, each once."""
+    bug = repo.item(title="Totals off by a cent")
+    repo.commit("a bug")
+    repo.branch("feat/totals")
+    scope, session = repo.session("Fix the totals")
+    repo.note(scope, session, "Round the sum, not each line")
+    repo.edit(bug, owner="aiko")
+    repo.commit("first round")
+    repo.checkout("main")
+    assert repo.land("feat/totals", "squash") == []
+    repo.checkout("feat/totals")  # the branch goes on, its history unaware of the squash
+    repo.note(scope, session, "Invoices are the legal document")
+    repo.edit(bug, severity="s2")
+    repo.commit("second round")
+    repo.checkout("main")
+    conflicted = repo.land("feat/totals", "merge")
+    shard = next((repo.store_root / "events").rglob("*.feat-totals.jsonl"))
+    item = repo.item_path(bug)
+    assert conflicted == sorted(p.relative_to(repo.path).as_posix() for p in (item, shard))
+    rel = shard.relative_to(repo.store_root).as_posix()
+    found = [f for f in repo.check().errors if f.path.startswith(rel)]  # the file, or one of its lines
+    assert [f.path for f in found] == [rel]  # one error for the file, none for each marker line
+    assert found[0].message.startswith("merge conflict markers are left in this events file: run `codexmem resolve`")
+    # The person keeps the branch's side of the bug (either version line would do), then resolves.
+    repo.git("checkout", "--theirs", "--", item.relative_to(repo.path).as_posix())
+    done = resolve(repo.store())
+    assert [(r.path, r.what) for r in done] == [(rel, "merged")]
+    lines = shard.read_text().splitlines()
+    assert all(line.startswith("{") for line in lines) and len(lines) == len(set(lines))
+    assert errors(repo.check()) == [] and repo.check().warnings == []
+    titles = {n["title"] for n in repo.store().fresh_index().select(NOTE)}
+    assert titles == {"Round the sum, not each line", "Invoices are the legal document"}
+    assert repo.values(bug) == {"title": "Totals off by a cent", "status": "new", "owner": "aiko", "severity": "s2"}
+
+
 def test_every_pair_of_fields_merges_cleanly() -> None:
     """Each field of a bug and of a note changed on one side, another field on the other side."""
     from bench.merge_pairs import field_pairs

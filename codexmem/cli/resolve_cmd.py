@@ -25,8 +25,11 @@ def run(args: argparse.Namespace) -> int:
     store = open_store(args)
     done = resolve(store)
     for r in done:
+        if r.kind == "events":
+            print(f"{r.path}: conflict settled, the events of both sides kept")
+            continue
         fields = f": {', '.join(r.fields)}" if r.fields and r.what == "recorded" else ""
         print(f"{r.path}: {r.what} (version {r.version}){fields}")
-    count = len(done)
+    count = sum(r.kind != "events" for r in done)
     print(f"resolve: {count} record{'s' if count != 1 else ''} recorded" if count else "resolve: nothing to record")
     return 0

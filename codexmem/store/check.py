@@ -198,9 +198,15 @@ def _check_shard(
 ) -> None:
     with open(path, "rb") as fh:
         data = fh.read()
+    if ev.has_conflict(data):
+        scan.error(
+            f"events/{rel}",
+            "merge conflict markers are left in this events file: run `codexmem resolve`, which keeps the "
+            "events of both sides (events are only ever added, so nothing is lost)",
+        )
     for line_no, raw in enumerate(data.splitlines(keepends=True), start=1):
         where = f"events/{rel}:{line_no}"
-        if not raw.strip():
+        if not raw.strip() or ev.CONFLICT_LINE.match(raw):
             continue
         if not raw.endswith(b"\n"):
             scan.warn(where, "unfinished last line (a writer was interrupted); the next append closes it")

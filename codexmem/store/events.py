@@ -151,6 +151,32 @@ def lines_of(data: bytes, start: int = 0) -> Iterator[ShardLine]:
         offset = end
 
 
+CONFLICT_LINE = re.compile(rb"^(?:<{7}|\|{7}|={7}|>{7})(?: |\r?$)")
+"""A line git's merge leaves around conflicting hunks (an event line starts with ``{``)."""
+
+
+def has_conflict(data: bytes) -> bool:
+    return any(CONFLICT_LINE.match(line) for line in data.splitlines())
+
+
+def both_sides(data: bytes) -> bytes:
+    """A shard git left with conflict markers, settled: every event line of every side, once each.
+
+    Events are only ever added, never changed, so a conflict in a shard is two sides that each
+    appended lines (a branch that went on after its pull request was squash-merged leaves one):
+    keeping all of them, in the file's order, loses nothing and invents nothing.
+    """
+    out: list[bytes] = []
+    seen: set[bytes] = set()
+    for line in data.splitlines():
+        body = line.rstrip(b"\r")
+        if CONFLICT_LINE.match(line) or not body.strip() or body in seen:
+            continue
+        seen.add(body)
+        out.append(body + b"\n")
+    return b"".join(out)
+
+
 def decode(body: bytes) -> tuple[dict[str, Any] | None, str | None]:
     if len(body) > MAX_EVENT_LINE:
         return None, f"event line longer than {MAX_EVENT_LINE} bytes"

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from codexmem.errors import CodexmemError
+from codexmem.store import events as ev
+from codexmem.store.atomic import atomic_write
 from codexmem.store.check import StoreScan, history_problems, scan_store
 from codexmem.store.history import created_fields, expected_state, record_fields, value_key
 from codexmem.store.layout import ITEM, KINDS, Kind
@@ -38,7 +40,8 @@ def resolve(store: Store) -> list[Resolution]:
     """Record every change the files hold that no event does; [] when there is nothing to record.
 
     Refused while any record file cannot be read (conflict markers left in it, say): those must be
-    settled first, or the recorded history would skip them.
+    settled first, or the recorded history would skip them. An events file left with conflict
+    markers is settled then, both sides' events kept (``kind`` ``events``, ``what`` ``merged``).
     """
     scan = scan_store(store.root)
     readable = {rel for rel, _ in scan.records.values()}
@@ -47,13 +50,27 @@ def resolve(store: Store) -> list[Resolution]:
         first = unreadable[0]
         more = f" (and {len(unreadable) - 1} more)" if len(unreadable) > 1 else ""
         raise CodexmemError("ERR_INVALID_STATE", f"{first.path}: {first.message}{more}; nothing was recorded")
-    done: list[Resolution] = []
+    done = _settle_event_files(store)
+    if done:  # the histories now hold both sides' events
+        scan = scan_store(store.root)
     with store.transaction(RESOLVE_ACTOR) as txn:
         for key in sorted(set(scan.records) | set(scan.events)):
             found = _resolve_one(store, txn, scan, key)
             if found is not None:
                 done.append(found)
     return done
+
+
+def _settle_event_files(store: Store) -> list[Resolution]:
+    """Every events file git left with conflict markers, rewritten with the events of both sides."""
+    settled: list[Resolution] = []
+    with store.locked():  # no writer appends to a file while it is rewritten
+        for rel, path in ev.list_shards(store.layout.events):
+            data = path.read_bytes()
+            if ev.has_conflict(data):
+                atomic_write(path, ev.both_sides(data))
+                settled.append(Resolution(f"events/{rel}", "events", rel, "merged", (), 0))
+    return settled
 
 
 def _resolve_one(store: Store, txn: Transaction, scan: StoreScan, key: tuple[str, str]) -> Resolution | None:
