@@ -304,20 +304,20 @@ def _build(
                     writer.take(_output(made, envs, site, generator, rows))
                 bar.step()
         bar.done()
-    except BaseException:
+        feed = feed_context(data, base)
+        writer.take(Output(FEED_PATH, _hash(code, _canonical(feed)), lambda: render_feed(feed)))
+        report.feed_written = FEED_PATH in writer.written
+        for name, (digest, raw) in assets.items():
+            writer.take(Output(f"{ASSETS_DIR}/{name}", digest, functools.partial(bytes, raw)))
+        entries = dict(sorted(writer.entries.items()))
+        report.pages = sum(1 for path in entries if not path.startswith(ASSETS_DIR + "/"))
+        report.deleted_paths = _delete_stale(out, owned, set(entries))
+        report.deleted = len(report.deleted_paths)
+        _save_owned(out, entries)
+    except BaseException:  # Pagefind, indexing parts meanwhile, is stopped and its half-made bundles go
         if indexer is not None:
             indexer.abandon()
         raise
-    feed = feed_context(data, base)
-    writer.take(Output(FEED_PATH, _hash(code, _canonical(feed)), lambda: render_feed(feed)))
-    report.feed_written = FEED_PATH in writer.written
-    for name, (digest, raw) in assets.items():
-        writer.take(Output(f"{ASSETS_DIR}/{name}", digest, functools.partial(bytes, raw)))
-    entries = dict(sorted(writer.entries.items()))
-    report.pages = sum(1 for path in entries if not path.startswith(ASSETS_DIR + "/"))
-    report.deleted_paths = _delete_stale(out, owned, set(entries))
-    report.deleted = len(report.deleted_paths)
-    _save_owned(out, entries)
     report.markdown += markdown.rendered
     report.seconds = time.perf_counter() - started
     parts: dict[str, str] = {}
