@@ -26,6 +26,7 @@ from codexmem.gitrepo import discover_repository, head_commit, normalize_path, n
 from codexmem.memory.scope import declared_project, declared_roots
 from codexmem.models.config import StoreConfig
 from codexmem.models.records import Anchor
+from codexmem.store.gitread import run_git
 
 MAX_HASHED_BYTES = 50_000_000
 """A file larger than this is not hashed (its anchor is left out): a save stays fast."""
@@ -86,19 +87,11 @@ def git_blob_ids(root: Path, rels: list[str]) -> dict[str, str]:
     """
     if not rels:
         return {}
-    try:
-        done = subprocess.run(
-            ["git", "hash-object", "--stdin-paths"],
-            cwd=root,
-            input="".join(f"{rel}\n" for rel in rels).encode("utf-8", "surrogateescape"),
-            capture_output=True,
-            timeout=GIT_TIMEOUT_S,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return {}
-    ids = done.stdout.decode("ascii", "replace").split()
-    return dict(zip(rels, ids, strict=True)) if done.returncode == 0 and len(ids) == len(rels) else {}
+    out = run_git(
+        root, ["hash-object", "--stdin-paths"], "".join(f"{rel}\n" for rel in rels).encode("utf-8", "surrogateescape")
+    )
+    ids = (out or b"").decode("ascii", "replace").split()
+    return dict(zip(rels, ids, strict=True)) if len(ids) == len(rels) else {}
 
 
 def head_of(root: Path) -> str | None:
