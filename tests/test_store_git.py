@@ -186,6 +186,65 @@ def test_the_store_files_git_ignores_and_attributes(tmp_path: Path, monkeypatch:
     assert attr.strip().endswith("merge: codexmem")  # records merge field by field where the driver is set up
 
 
+@pytest.mark.parametrize(
+    ("where", "rule"),
+    [("repository", "*.jsonl"), ("repository", ".*"), ("global excludes", ".*")],
+)
+def test_a_store_git_would_ignore_is_made_visible_by_init_and_setup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], where: str, rule: str
+) -> None:
+    """A rule such as ``.*`` (a person's global excludes, or the repository's own .gitignore) or
+    ``*.jsonl`` ignored the store, or its events: init said nothing and no note would ever have been
+    committed. Init, and setup in a teammate's clone, add the .gitignore lines that let git see it."""
+    repo = make_repo(tmp_path / "repo")
+    excludes = tmp_path / "excludes"
+    excludes.write_text(f"{rule}\n")
+    if where == "repository":
+        (repo / ".gitignore").write_text(f"# ours\n{rule}\n!.gitignore\n")
+    else:
+        git(repo, "config", "core.excludesFile", str(excludes))
+    store, scope = _init_repo_store(repo, monkeypatch)
+    said = capsys.readouterr().out
+    assert (
+        f"added !/.codexmem/, !/.codexmem/** to .gitignore (git ignored the store's files by the rule `{rule}`" in said
+    )
+    if where == "repository":
+        assert (repo / ".gitignore").read_text().startswith(f"# ours\n{rule}\n!.gitignore\n")  # theirs, kept
+    write_note(store, _session(store, scope, "main"), title="x", scope=scope)
+    status = git(repo, "status", "--porcelain", "--untracked-files=all").stdout
+    assert ".codexmem/notes/" in status and ".codexmem/events/" in status
+    assert git(repo, "ls-files", ".codexmem/codexmem.yaml").stdout.strip() == ".codexmem/codexmem.yaml"  # committed
+    assert ".cache" not in status and ".lock" not in status  # the store's own ignores still hold
+
+    # A store committed before this fix, in a clone whose owner ignores `.*` globally: setup fixes it.
+    commit_all(repo, "store")
+    git(tmp_path, "clone", "-q", str(repo), "teammate")
+    teammate = tmp_path / "teammate"
+    git(teammate, "config", "user.name", "Teammate")
+    git(teammate, "config", "user.email", "teammate@example.com")
+    (teammate / ".gitignore").write_text("/_site/\n")
+    commit_all(teammate, "an older .gitignore")
+    git(teammate, "config", "core.excludesFile", str(excludes))
+    monkeypatch.chdir(teammate)
+    assert main(["setup"]) == 0
+    assert "git ignored the store's files" in capsys.readouterr().out
+    (teammate / ".codexmem" / "notes" / "new.md").write_text("x")
+    status = git(teammate, "status", "--porcelain", "--untracked-files=all").stdout
+    assert "?? .codexmem/notes/new.md" in status
+    assert main(["setup"]) == 0 and "git ignored" not in capsys.readouterr().out  # once
+
+
+def test_a_store_below_an_ignored_folder_is_refused_before_anything_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_repo(tmp_path / "repo")
+    (repo / ".gitignore").write_text(".*\n")
+    monkeypatch.chdir(repo)
+    assert main(["init", "--store", "tools/.codexmem"]) == 2
+    assert "git ignores files of the store" in capsys.readouterr().err
+    assert not (repo / "tools").exists() and (repo / ".gitignore").read_text() == ".*\n"
+
+
 def test_checking_out_a_teammates_branches_reads_their_events(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Alice writes on two branches from main; Bob checks out one, then the other: he gets each
     branch's real events (each branch has an event file of its own), and nothing made up."""

@@ -47,7 +47,8 @@ def run(args: argparse.Namespace) -> int:
         if change.created:
             print(f"created {shown(change.path)}")
         else:
-            print(f"added {', '.join(change.added)} to {shown(change.path)}")
+            why = f" ({change.why})" if change.why else ""
+            print(f"added {', '.join(change.added)} to {shown(change.path)}{why}")
     projects = result.config.get("projects") or []
     if projects:
         what = f"project {projects[0]['id']} ({projects[0]['name']}); --shared makes a store of no project"

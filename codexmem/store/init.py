@@ -7,7 +7,9 @@ replaced, and every file created or changed is reported so ``init`` can say so.
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ from codexmem.errors import CodexmemError
 from codexmem.gitrepo import discover_repository, name_from_remote, normalize_path, normalize_remote
 from codexmem.models.config import STORE_FORMAT
 from codexmem.store.atomic import atomic_write
+from codexmem.store.gitread import GIT_TIMEOUT_S
 from codexmem.store.gitsetup import ATTRIBUTES_COMMENT, STORE_ATTRIBUTES, register_driver
 from codexmem.store.ids import project_identity_key, scope_id, system_identity
 from codexmem.store.layout import CONFIG_FILE
@@ -45,6 +48,7 @@ STORE_GIT_FILES: dict[str, GitLines] = {
 STORE_GITIGNORE = STORE_GIT_FILES[GITIGNORE].text()
 STORE_GITATTRIBUTES = STORE_GIT_FILES[GITATTRIBUTES].text()
 SITE_IGNORE = GitLines(("/_site/",))
+UNIGNORE_COMMENT = "# codexmem: the store is committed, whatever else is ignored"
 """Added to the work tree's root .gitignore: the rendered site is never committed."""
 
 MAY_HOLD = frozenset({".git", *STORE_GIT_FILES})
@@ -60,6 +64,8 @@ class FileChange:
     path: Path
     created: bool
     added: tuple[str, ...] = ()
+    why: str = ""
+    """Said beside the change when the lines are not the usual ones."""
 
 
 @dataclass
@@ -108,6 +114,8 @@ def init_store(
     config["privacy"] = {"secrets": "refuse"}
     config["sessions"] = {"idle_recovery_minutes": 120}
 
+    if repo.has_git:
+        refuse_unignorable(repo.root, path)  # before any file is written
     result = InitResult(config)
     try:
         path.mkdir(parents=True, exist_ok=True)
@@ -118,10 +126,84 @@ def init_store(
         result.changes.append(FileChange(path / CONFIG_FILE, created=True))
         if repo.has_git:
             result.changes.extend(ensure_lines(repo.root / GITIGNORE, SITE_IGNORE))
+            result.changes.extend(unignore(repo.root, path))
             register_driver(path)
     except OSError as exc:
         raise CodexmemError("ERR_WRITE_FAILED", f"cannot write {exc.filename or path}: {exc.strerror or exc}") from None
     return result
+
+
+COMMITTED_PROBES = (
+    CONFIG_FILE,
+    "notes/note_00000000000000000000000000.md",
+    "handoffs/handoff_00000000000000000000000000.md",
+    "sessions/sess_00000000000000000000000000.yaml",
+    "channels/bugs/items/item_00000000000000000000000000.yaml",
+    "events/writer/2026-01.main.jsonl",
+)
+"""Files of every kind a store commits, as new files would be named (a rule such as ``*.jsonl``
+or ``.*`` may ignore some kinds only)."""
+
+
+def ignored_by(root: Path, store: Path) -> str | None:
+    """The rule by which git would ignore a new file of the store (None: it would ignore none).
+
+    ``--no-index``: a file already committed is not ignored, but the next note beside it would be.
+    """
+    # Not through gitread.run_git: check-ignore refuses its --literal-pathspecs. Paths on stdin
+    # (-z) are never read as options or patterns.
+    probes = b"".join(
+        os.path.relpath(store / rel, root).encode("utf-8", "surrogateescape") + b"\0" for rel in COMMITTED_PROBES
+    )
+    try:
+        done = subprocess.run(
+            ["git", "check-ignore", "--verbose", "--no-index", "-z", "--stdin"],
+            cwd=root,
+            input=probes,
+            capture_output=True,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    fields = done.stdout.split(b"\0")
+    if done.returncode != 0 or len(fields) < 4:
+        return None
+    source, line, pattern = (f.decode("utf-8", "replace") for f in fields[:3])
+    return f"`{pattern}` ({source}, line {line})"
+
+
+def unignore(root: Path, store: Path) -> list[FileChange]:
+    """Make git see the store's files when a rule ignores them: lines in the work tree's .gitignore.
+
+    A pattern such as ``.*`` (in the repository's .gitignore, or in a person's global excludes)
+    ignores ``.codexmem/``: no note would ever be committed, and nothing said so. The lines go in
+    the committed .gitignore, which outranks every person's excludes, so each clone sees the store.
+    """
+    rule = refuse_unignorable(root, store)
+    if rule is None:
+        return []
+    rel = Path(os.path.relpath(store, root)).as_posix()
+    changes = ensure_lines(root / GITIGNORE, GitLines((f"!/{rel}/", f"!/{rel}/**"), UNIGNORE_COMMENT))
+    return [dataclasses.replace(c, why=f"git ignored the store's files by the rule {rule}") for c in changes]
+
+
+def refuse_unignorable(root: Path, store: Path) -> str | None:
+    """The rule by which git ignores the store's files (None: it does not); refused (nothing
+    written) when lines in the root's .gitignore could not make git see them: a store below another
+    folder, whose own .gitignore (or an ignored folder above) git reads after the root's, or a store
+    that is the work tree itself."""
+    rule = ignored_by(root, store)
+    if rule is None:
+        return None
+    rel = Path(os.path.relpath(store, root)).as_posix()
+    if "/" in rel or rel in (".", ".."):
+        raise CodexmemError(
+            "ERR_INVALID_STATE",
+            f"git ignores files of the store {store} by the rule {rule}, so they would never be committed: "
+            "change that rule (`git check-ignore -v` shows it), or put the store at the repository's root",
+        )
+    return rule
 
 
 def ensure_lines(path: Path, wanted: GitLines) -> list[FileChange]:
