@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 from memory_fixtures import make_repo, shared_store
 from store_fixtures import git
 
@@ -150,6 +151,25 @@ def test_an_in_repo_store_declares_its_own_repository(tmp_path: Path) -> None:
     init_store(bare / ".codexmem", cwd=bare)
     local, warnings = resolve(Store(bare / ".codexmem"), bare / "sub")
     assert local.resolved_by == "config" and warnings == []
+
+
+def test_a_renamed_repository_is_told_how_to_keep_its_memory(tmp_path: Path) -> None:
+    """A hosting service's rename changes the remote: the conflict names the fix, and the fix works."""
+    repo = make_repo(tmp_path / "order-web", remote="git@github.com:example/order-web.git")
+    project = init_store(repo / ".codexmem", cwd=repo).config["projects"][0]["id"]
+    git(repo, "remote", "set-url", "origin", "git@github.com:example/storefront.git")
+    with pytest.raises(CodexmemError) as err:
+        resolve(Store(repo / ".codexmem"), repo)
+    assert err.value.code == "ERR_SCOPE_CONFLICT"
+    assert f"add its new remote (the URL `git remote get-url origin` prints) to the remotes of {project}" in str(
+        err.value
+    )
+    config = repo / ".codexmem" / "codexmem.yaml"
+    body = yaml.safe_load(config.read_text())
+    body["projects"][0]["remotes"].append(git(repo, "remote", "get-url", "origin").stdout.strip())
+    config.write_text(yaml.safe_dump(body))
+    scope, warnings = resolve(Store(repo / ".codexmem"), repo)
+    assert (scope.project_id, scope.resolved_by, warnings) == (project, "config", [])
 
 
 def test_hints_name_things_without_moving_memory(tmp_path: Path) -> None:

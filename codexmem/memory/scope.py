@@ -125,7 +125,9 @@ def declared_project(
         raise CodexmemError(
             "ERR_SCOPE_CONFLICT",
             f"the store config declares project {by_root.id} with remote(s) {', '.join(sorted(_remotes(by_root)))} "
-            f"for {root}, but its remote is {remote}: fix codexmem.yaml or the git remote",
+            f"for {root}, but its remote is {remote}: if the repository was renamed or moved, add its new "
+            f"remote (the URL `git remote get-url origin` prints) to the remotes of {by_root.id} in codexmem.yaml, "
+            "and the project keeps its memory; if this is another repository, fix its git remote",
         )
     return by_root
 
