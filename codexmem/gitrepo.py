@@ -48,6 +48,8 @@ class RepoInfo:
     """Raw url of remote ``origin``, else the first remote url in config, else ``""``."""
     branch: str
     """Current branch name; ``""`` when HEAD is detached or unknown."""
+    other_remotes: tuple[str, ...] = ()
+    """Raw urls of the other remotes, in config order: the ``upstream`` beside a fork's ``origin``."""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -230,13 +232,15 @@ def discover_repository(cwd: str | Path) -> RepoInfo:
     if found.git_dir is None:
         return RepoInfo(True, found.root, None, None, "", "")
     common = _common_dir(found.git_dir)
+    urls = _read_remotes(common / "config")
     return RepoInfo(
         has_git=True,
         root=found.root,
         git_dir=found.git_dir,
         common_dir=common,
-        remote=_read_remote(common / "config"),
+        remote=urls[0] if urls else "",
         branch=read_branch(found.git_dir),
+        other_remotes=tuple(urls[1:]),
     )
 
 
@@ -346,20 +350,15 @@ def _config_remote_urls(text: str) -> list[tuple[str, str]]:
     return urls
 
 
-def _remote_from_config_text(text: str) -> str:
-    """Pick ``origin``'s url, else the first remote url, else ``""``."""
+def _remotes_from_config_text(text: str) -> list[str]:
+    """Every remote url: ``origin``'s first, then the others in config order."""
     urls = _config_remote_urls(text)
-    for name, url in urls:
-        if name == "origin":
-            return url
-    return urls[0][1] if urls else ""
+    return [url for name, url in urls if name == "origin"] + [url for name, url in urls if name != "origin"]
 
 
-def _read_remote(config: Path) -> str:
+def _read_remotes(config: Path) -> list[str]:
     text = _read_text(config, _CONFIG_LIMIT)
-    if text is None:
-        return ""
-    return _remote_from_config_text(text)
+    return [] if text is None else _remotes_from_config_text(text)
 
 
 # --------------------------------------------------------------------------------------------------

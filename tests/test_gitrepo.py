@@ -508,7 +508,7 @@ def test_missing_or_odd_head(tmp_path: Path) -> None:
 @settings(max_examples=300)
 @given(st.text(max_size=200))
 def test_config_parser_never_raises(text: str) -> None:
-    assert isinstance(gitrepo._remote_from_config_text(text), str)
+    assert all(isinstance(url, str) for url in gitrepo._remotes_from_config_text(text))
 
 
 def test_discovery_never_spawns_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -527,10 +527,10 @@ def test_hostile_inputs_stay_linear() -> None:
     """Quadratic parsing here would stall every bootstrap; each case takes milliseconds when linear."""
     n = 100_000
     started = time.perf_counter()
-    assert gitrepo._remote_from_config_text("[remote" + " " * n + "x]\nurl = y\n") == ""
-    assert gitrepo._remote_from_config_text('[remote "o"]\nurl' + " " * n + "x\n") == ""
+    assert gitrepo._remotes_from_config_text("[remote" + " " * n + "x]\nurl = y\n") == []
+    assert gitrepo._remotes_from_config_text('[remote "o"]\nurl' + " " * n + "x\n") == []
     continued = '[remote "o"]\nurl = a\\\n' + "b\\\n" * n + "c\n"
-    assert gitrepo._remote_from_config_text(continued) == "a" + "b" * n + "c"
+    assert gitrepo._remotes_from_config_text(continued) == ["a" + "b" * n + "c"]
     assert normalize_remote("https://h.example/r" + ".git" * n) == "h.example/r"
     assert normalize_remote("git@" * n) == normalize_remote("GIT@" * n)
     assert normalize_remote("a" + "." * n + "!:x").startswith("a")

@@ -172,6 +172,24 @@ def test_a_renamed_repository_is_told_how_to_keep_its_memory(tmp_path: Path) -> 
     assert (scope.project_id, scope.resolved_by, warnings) == (project, "config", [])
 
 
+def test_a_contributors_fork_resolves_to_the_project_its_upstream_declares(tmp_path: Path) -> None:
+    """Working from a fork, ``origin`` is the fork and ``upstream`` the declared repository: every
+    bootstrap was ERR_SCOPE_CONFLICT. The repository's other remotes count too, origin's first."""
+    repo = make_repo(tmp_path / "order-web", remote="git@github.com:example/order-web.git")
+    project = init_store(repo / ".codexmem", cwd=repo).config["projects"][0]["id"]
+    git(repo, "remote", "set-url", "origin", "git@github.com:alice/order-web.git")
+    git(repo, "remote", "add", "upstream", "https://github.com/example/order-web.git")
+    store = Store(repo / ".codexmem")
+    scope, warnings = resolve(store, repo)
+    assert (scope.project_id, scope.resolved_by, warnings) == (project, "config", [])
+    fork, _ = resolve(store, repo, repo_remote="https://github.com/alice/order-web")  # either remote may be named
+    assert fork.project_id == project
+    git(repo, "remote", "remove", "upstream")
+    with pytest.raises(CodexmemError) as err:  # a fork that does not say whose: still never merged silently
+        resolve(store, repo)
+    assert err.value.code == "ERR_SCOPE_CONFLICT"
+
+
 def test_hints_name_things_without_moving_memory(tmp_path: Path) -> None:
     store = Store(shared_store(tmp_path / "store", system_name=None))
     repo = make_repo(tmp_path / "order-web", remote="git@github.com:example/order-web.git")

@@ -71,7 +71,7 @@ def resolve_scope(
     repo = discover_repository(os.path.abspath(cwd.strip()))
     git_remote = normalize_remote(repo.remote)
     explicit = normalize_remote(repo_remote)
-    if explicit and git_remote and explicit != git_remote:
+    if explicit and git_remote and explicit not in repo_remotes(repo):
         raise CodexmemError(
             "ERR_SCOPE_CONFLICT",
             f"repo_remote {explicit} disagrees with the git remote of cwd ({git_remote})",
@@ -113,10 +113,15 @@ def resolve_scope(
 def declared_project(
     config: StoreConfig, store_root: Path, repo: RepoInfo, root: str, remote: str
 ) -> ProjectDecl | None:
-    """The config's project for this repository: by declared remote, declared root, or own repository."""
-    for decl in config.projects:
-        if remote and remote in _remotes(decl):
-            return decl
+    """The config's project for this repository: by declared remote, declared root, or own repository.
+
+    ``remote`` first, then the repository's other remotes: a contributor's fork has the fork as
+    ``origin`` and the declared repository as ``upstream``, and its memory is the project's.
+    """
+    for candidate in (remote, *(r for r in repo_remotes(repo) if r != remote)):
+        for decl in config.projects:
+            if candidate and candidate in _remotes(decl):
+                return decl
     by_root = next((d for d in config.projects if root in declared_roots(d, store_root)), None)
     in_own_repo = repo.has_git and store_root.name == STORE_DIRNAME and normalize_path(store_root.parent) == root
     if by_root is None and in_own_repo and config.projects:
@@ -130,6 +135,11 @@ def declared_project(
             "and the project keeps its memory; if this is another repository, fix its git remote",
         )
     return by_root
+
+
+def repo_remotes(repo: RepoInfo) -> list[str]:
+    """Every remote of the repository, normalized: ``origin``'s first."""
+    return [r for r in (normalize_remote(u) for u in (repo.remote, *repo.other_remotes)) if r]
 
 
 def _remotes(decl: ProjectDecl) -> set[str]:
