@@ -19,11 +19,17 @@ from typing import IO
 GIT_TIMEOUT_S = 120
 
 
-def run_git(root: str | Path, args: Sequence[str], stdin: bytes | None = None) -> bytes | None:
-    """The output of ``git <args>`` run in ``root``, or None when git fails (or is not installed)."""
+def run_git(
+    root: str | Path, args: Sequence[str], stdin: bytes | None = None, *, literal_paths: bool = True
+) -> bytes | None:
+    """The output of ``git <args>`` run in ``root``, or None when git fails (or is not installed).
+
+    Paths are literal (never patterns) unless ``literal_paths`` is off, for the commands that
+    refuse the option (``check-ignore``; give those their paths on stdin).
+    """
     try:
         done = subprocess.run(
-            ["git", "-c", "core.quotepath=off", "--literal-pathspecs", *args],
+            ["git", "-c", "core.quotepath=off", *(["--literal-pathspecs"] if literal_paths else []), *args],
             cwd=root,
             input=stdin,
             capture_output=True,

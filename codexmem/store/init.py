@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from codexmem.errors import CodexmemError
 from codexmem.gitrepo import discover_repository, name_from_remote, normalize_path, normalize_remote
 from codexmem.models.config import STORE_FORMAT
 from codexmem.store.atomic import atomic_write
-from codexmem.store.gitread import GIT_TIMEOUT_S
+from codexmem.store.gitread import run_git
 from codexmem.store.gitsetup import ATTRIBUTES_COMMENT, STORE_ATTRIBUTES, register_driver
 from codexmem.store.ids import project_identity_key, scope_id, system_identity
 from codexmem.store.layout import CONFIG_FILE
@@ -150,24 +149,13 @@ def ignored_by(root: Path, store: Path) -> str | None:
 
     ``--no-index``: a file already committed is not ignored, but the next note beside it would be.
     """
-    # Not through gitread.run_git: check-ignore refuses its --literal-pathspecs. Paths on stdin
-    # (-z) are never read as options or patterns.
     probes = b"".join(
         os.path.relpath(store / rel, root).encode("utf-8", "surrogateescape") + b"\0" for rel in COMMITTED_PROBES
     )
-    try:
-        done = subprocess.run(
-            ["git", "check-ignore", "--verbose", "--no-index", "-z", "--stdin"],
-            cwd=root,
-            input=probes,
-            capture_output=True,
-            timeout=GIT_TIMEOUT_S,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    fields = done.stdout.split(b"\0")
-    if done.returncode != 0 or len(fields) < 4:
+    # Paths on stdin (-z) are never read as options or patterns; check-ignore exits 1 when none is ignored.
+    found = run_git(root, ["check-ignore", "--verbose", "--no-index", "-z", "--stdin"], probes, literal_paths=False)
+    fields = (found or b"").split(b"\0")
+    if len(fields) < 4:
         return None
     source, line, pattern = (f.decode("utf-8", "replace") for f in fields[:3])
     return f"`{pattern}` ({source}, line {line})"
