@@ -47,8 +47,9 @@ STORE_GIT_FILES: dict[str, GitLines] = {
 STORE_GITIGNORE = STORE_GIT_FILES[GITIGNORE].text()
 STORE_GITATTRIBUTES = STORE_GIT_FILES[GITATTRIBUTES].text()
 SITE_IGNORE = GitLines(("/_site/",))
-UNIGNORE_COMMENT = "# codexmem: the store is committed, whatever else is ignored"
 """Added to the work tree's root .gitignore: the rendered site is never committed."""
+UNIGNORE_COMMENT = "# codexmem: the store is committed, whatever else is ignored"
+"""Above the lines that un-ignore the store, when a rule ignored its files (see :func:`unignore`)."""
 
 MAY_HOLD = frozenset({".git", *STORE_GIT_FILES})
 """What a folder may already hold for ``init`` to make it a store: a repository just created,
