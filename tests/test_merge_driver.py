@@ -69,6 +69,31 @@ def test_a_rebase_replays_memory_changes_without_conflict(repo: Repo) -> None:
     assert repo.values(bug) == {"title": "Totals off", "status": "triaged", "owner": "ren", "points": 2}
 
 
+def test_a_branch_that_goes_on_after_a_squash_merge_merges_locally_without_conflict(repo: Repo) -> None:
+    """Squash-merged, the branch's events file lands on main as a new file; the branch appends to
+    it and is merged again. Locally, ``merge=union`` keeps both sides' event lines and the driver
+    takes the bug's higher version: no conflict, nothing to resolve."""
+    bug = repo.item(title="Totals off by a cent")
+    repo.commit("a bug")
+    repo.branch("feat")
+    scope, session = repo.session("Fix the totals")
+    repo.note(scope, session, "Round the sum, not each line")
+    repo.edit(bug, owner="aiko")
+    repo.commit("first round")
+    repo.checkout("main")
+    assert repo.land("feat", "squash") == []
+    repo.checkout("feat")
+    repo.note(scope, session, "Invoices are the legal document")
+    repo.edit(bug, severity="s2")
+    repo.commit("second round")
+    repo.checkout("main")
+    assert repo.merge("feat") == []
+    result = repo.check()
+    assert errors(result) == [] and result.warnings == []
+    assert resolve(repo.store()) == []
+    assert repo.values(bug) == {"title": "Totals off by a cent", "status": "new", "owner": "aiko", "severity": "s2"}
+
+
 def test_a_same_field_disagreement_is_confined_to_that_field(repo: Repo) -> None:
     bug = repo.item(title="Search is slow", owner="aiko")
     repo.commit("a bug")

@@ -26,6 +26,7 @@ STORE_ATTRIBUTES = (
     "channels/*/items/*.yaml merge=codexmem",
     "sessions/*.yaml merge=codexmem linguist-generated=true",
     "events/** linguist-generated=true",
+    "events/**/*.jsonl merge=union",
 )
 """The lines of the store's ``.gitattributes`` (patterns relative to the store's folder)."""
 ATTRIBUTES_COMMENT = (
