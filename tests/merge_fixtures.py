@@ -134,6 +134,25 @@ class Repo:
         self.git("merge", "-q", "--ff-only", branch)
         return []
 
+    def squashed_then_gone_on(self, branch: str) -> str:
+        """A bug, then ``branch``: a note and an edit, squash-merged into ``main``; then the branch
+        goes on (another note and edit) unaware of the squash. Returns the bug; ``main`` is checked out."""
+        bug = self.item(title="Totals off by a cent")
+        self.commit("a bug")
+        self.branch(branch)
+        scope, session = self.session("Fix the totals")
+        self.note(scope, session, "Round the sum, not each line")
+        self.edit(bug, owner="aiko")
+        self.commit("first round")
+        self.checkout("main")
+        assert self.land(branch, "squash") == []
+        self.checkout(branch)
+        self.note(scope, session, "Invoices are the legal document")
+        self.edit(bug, severity="s2")
+        self.commit("second round")
+        self.checkout("main")
+        return bug
+
     def check(self) -> CheckResult:
         return check_store(self.store_root)
 

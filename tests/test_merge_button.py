@@ -171,20 +171,7 @@ def test_a_branch_that_goes_on_after_a_squash_merge_is_settled_by_resolve(repo: 
     it, and its next merge meets two versions of one file. Before, the file kept git's markers,
     ``check`` called each marker line a malformed event and ``resolve`` left it so. Events are only
     ever added: resolve keeps both sides' lines, each once."""
-    bug = repo.item(title="Totals off by a cent")
-    repo.commit("a bug")
-    repo.branch("feat/totals")
-    scope, session = repo.session("Fix the totals")
-    repo.note(scope, session, "Round the sum, not each line")
-    repo.edit(bug, owner="aiko")
-    repo.commit("first round")
-    repo.checkout("main")
-    assert repo.land("feat/totals", "squash") == []
-    repo.checkout("feat/totals")  # the branch goes on, its history unaware of the squash
-    repo.note(scope, session, "Invoices are the legal document")
-    repo.edit(bug, severity="s2")
-    repo.commit("second round")
-    repo.checkout("main")
+    bug = repo.squashed_then_gone_on("feat/totals")
     conflicted = repo.land("feat/totals", "merge")
     shard = next((repo.store_root / "events").rglob("*.feat-totals.jsonl"))
     item = repo.item_path(bug)

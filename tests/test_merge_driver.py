@@ -73,20 +73,7 @@ def test_a_branch_that_goes_on_after_a_squash_merge_merges_locally_without_confl
     """Squash-merged, the branch's events file lands on main as a new file; the branch appends to
     it and is merged again. Locally, ``merge=union`` keeps both sides' event lines and the driver
     takes the bug's higher version: no conflict, nothing to resolve."""
-    bug = repo.item(title="Totals off by a cent")
-    repo.commit("a bug")
-    repo.branch("feat")
-    scope, session = repo.session("Fix the totals")
-    repo.note(scope, session, "Round the sum, not each line")
-    repo.edit(bug, owner="aiko")
-    repo.commit("first round")
-    repo.checkout("main")
-    assert repo.land("feat", "squash") == []
-    repo.checkout("feat")
-    repo.note(scope, session, "Invoices are the legal document")
-    repo.edit(bug, severity="s2")
-    repo.commit("second round")
-    repo.checkout("main")
+    bug = repo.squashed_then_gone_on("feat")
     assert repo.merge("feat") == []
     result = repo.check()
     assert errors(result) == [] and result.warnings == []
