@@ -17,6 +17,10 @@ from codexmem.store.layout import NOTE
 from codexmem.store.resolve import resolve
 
 
+BOTH_SIDES = {"title": "Checkout hangs", "status": "triaged", "owner": "mika", "points": 3, "due": "2026-03-20"}
+"""The bug once one branch set its owner and due date and another its status and points."""
+
+
 @pytest.fixture
 def repo(tmp_path: Path) -> Repo:
     repo = new_repo(tmp_path / "shop")
@@ -79,13 +83,7 @@ def test_one_record_edited_in_two_fields_as_often_on_each_side_merges(repo: Repo
     assert repo.merge("owner") == []
     assert repo.merge("triage") == []
     assert errors(repo.check()) == []
-    assert repo.values(bug) == {
-        "title": "Checkout hangs",
-        "status": "triaged",
-        "owner": "mika",
-        "points": 3,
-        "due": "2026-03-20",
-    }
+    assert repo.values(bug) == BOTH_SIDES
     assert repo.version(bug) == 3  # both sides made two changes: they agree on the version line
 
 
@@ -157,13 +155,7 @@ def test_the_rebase_button_stops_on_the_version_line_of_a_record_both_branches_c
     repo.checkout("main")
     assert repo.land("triage", "merge") == []
     assert errors(repo.check()) == []
-    assert repo.values(bug) == {
-        "title": "Checkout hangs",
-        "status": "triaged",
-        "owner": "mika",
-        "points": 3,
-        "due": "2026-03-20",
-    }
+    assert repo.values(bug) == BOTH_SIDES
 
 
 def test_a_branch_that_goes_on_after_a_squash_merge_is_settled_by_resolve(repo: Repo) -> None:
