@@ -16,7 +16,6 @@ from merge_fixtures import Repo, errors, new_repo
 from codexmem.store.layout import NOTE
 from codexmem.store.resolve import resolve
 
-
 BOTH_SIDES = {"title": "Checkout hangs", "status": "triaged", "owner": "mika", "points": 3, "due": "2026-03-20"}
 """The bug once one branch set its owner and due date and another its status and points."""
 
