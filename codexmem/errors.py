@@ -53,6 +53,7 @@ WarningCode = Literal[
     "WARN_UNREADABLE_FILES",
     "WARN_SCHEMA_CUT",
     "WARN_AGENTS_NOT_READ",
+    "WARN_STORE_IGNORED",
 ]
 WARNING_CODES: tuple[str, ...] = get_args(WarningCode)
 

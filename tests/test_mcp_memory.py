@@ -13,11 +13,12 @@ import pytest
 from mcp import Client, StdioServerParameters
 from memory_fixtures import NOW, answer_bytes, call, make_repo, mcp_client, session_in
 
+from codexmem.cli.main import main
 from codexmem.envelope import MAX_ANSWER_BYTES
 from codexmem.errors import Warnings
 from codexmem.memory import handoffs, notes
 from codexmem.models.records import ScopeRef
-from codexmem.store.init import init_store
+from codexmem.store.init import ignored_in_clone, init_store
 from codexmem.store.layout import SESSION
 from codexmem.store.store import Store
 
@@ -173,6 +174,27 @@ async def test_a_second_clone_falls_back_to_the_projects_open_handoff(
     assert other["scope"]["workspace_id"] != first["scope"]["workspace_id"]
     assert other["latest_handoff"]["handoff_id"] == saved["data"]["handoff"]["handoff_id"]
     assert [n["title"] for n in other["recent_notes"]] == ["Backend enum is canonical"]
+
+
+async def test_a_clone_whose_git_ignores_the_store_is_told_at_bootstrap(tmp_path: Path) -> None:
+    """A teammate's clone with ``.*`` in its own excludes: the committed store's tracked files are
+    there, but every new note would be ignored. The first bootstrap says so and names the fix;
+    after ``codexmem setup``, a new server's bootstrap says nothing."""
+    repo = make_repo(tmp_path / "order-web", remote=REMOTE)
+    init_store(repo / ".codexmem", cwd=repo)
+    (repo / ".git" / "info").mkdir(exist_ok=True)
+    (repo / ".git" / "info" / "exclude").write_text(".*\n")  # this clone's rule, not the repository's
+    ignored_in_clone.cache_clear()  # a new server process
+    async with mcp_client(repo / ".codexmem") as client:
+        boot = await call(client, "memory_bootstrap_session", cwd=str(repo), task="t")
+    [said] = [w["message"] for w in boot["warnings"] if w["code"] == "WARN_STORE_IGNORED"]
+    assert said.startswith("git in this clone ignores new files of the memory store by the rule `.*`")
+    assert "`codexmem setup`" in said
+    assert main(["--store", str(repo / ".codexmem"), "setup"]) == 0
+    ignored_in_clone.cache_clear()  # the next server process
+    async with mcp_client(repo / ".codexmem") as client:
+        again = await call(client, "memory_bootstrap_session", cwd=str(repo), task="t")
+    assert "WARN_STORE_IGNORED" not in [w["code"] for w in again["warnings"]]
 
 
 async def test_an_abandoned_session_is_recovered_by_the_next_bootstrap(store_path: Path, web: Path) -> None:

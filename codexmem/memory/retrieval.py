@@ -30,6 +30,7 @@ from codexmem.memory.text import required_text, unique
 from codexmem.models.records import HANDOFF_STATUSES, NOTE_STATUSES, Intent, ScopeRef
 from codexmem.store.ids import check_record_id
 from codexmem.store.index import Hit, Index, TextQuery
+from codexmem.store.init import ignored_in_clone
 from codexmem.store.layout import HANDOFF, NOTE, Kind
 from codexmem.store.store import Store
 from codexmem.timeutil import parse_ts
@@ -127,6 +128,13 @@ def bootstrap_session(
 ) -> dict[str, Any]:
     """``memory_bootstrap_session``: resolve, start a session, recover idle ones, brief the new session."""
     scope = resolve_scope(store, warnings, cwd=cwd, branch_name=branch_name, repo_remote=repo_remote)
+    ignored = ignored_in_clone(store.root)
+    if ignored is not None:
+        warnings.add(
+            "WARN_STORE_IGNORED",
+            f"git in this clone ignores new files of the memory store by the rule {ignored}, so what this "
+            "session saves would never be committed: tell the user to run `codexmem setup`, which un-ignores it",
+        )
     ref = scope.ref()
     session = open_session(store, now, warnings, scope=ref, task=task, branch_name=scope.branch_name)
     recovered = recover_idle_sessions(store, now, warnings, workspace_id=ref.workspace_id, actor=session["session_id"])

@@ -8,13 +8,14 @@ replaced, and every file created or changed is reported so ``init`` can say so.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from codexmem.errors import CodexmemError
-from codexmem.gitrepo import discover_repository, name_from_remote, normalize_path, normalize_remote
+from codexmem.gitrepo import discover_repository, find_git_root, name_from_remote, normalize_path, normalize_remote
 from codexmem.models.config import STORE_FORMAT
 from codexmem.store.atomic import atomic_write
 from codexmem.store.gitread import run_git
@@ -155,11 +156,20 @@ def ignored_by(root: Path, store: Path) -> str | None:
     )
     # Paths on stdin (-z) are never read as options or patterns; check-ignore exits 1 when none is ignored.
     found = run_git(root, ["check-ignore", "--verbose", "--no-index", "-z", "--stdin"], probes, literal_paths=False)
-    fields = (found or b"").split(b"\0")
-    if len(fields) < 4:
-        return None
-    source, line, pattern = (f.decode("utf-8", "replace") for f in fields[:3])
-    return f"`{pattern}` ({source}, line {line})"
+    fields = [f.decode("utf-8", "replace") for f in (found or b"").split(b"\0")]
+    for at in range(0, len(fields) - 3, 4):  # source, line, pattern, path: the rule that decided
+        source, line, pattern = fields[at : at + 3]
+        if not pattern.startswith("!"):  # a "!" rule decided the path is seen
+            return f"`{pattern}` ({source}, line {line})"
+    return None
+
+
+@functools.lru_cache(maxsize=16)
+def ignored_in_clone(store: Path) -> str | None:
+    """:func:`ignored_by` for the store's own work tree, asked once per process (a server's first
+    bootstrap): a teammate's clone whose rules ignore a store committed without the lines."""
+    root = find_git_root(store)
+    return ignored_by(root, store) if root is not None else None
 
 
 def unignore(root: Path, store: Path) -> list[FileChange]:
