@@ -245,6 +245,25 @@ def test_a_store_below_an_ignored_folder_is_refused_before_anything_is_written(
     assert not (repo / "tools").exists() and (repo / ".gitignore").read_text() == ".*\n"
 
 
+@pytest.mark.parametrize("link", [".gitignore", ".codexmem/.gitattributes"])
+def test_a_symlinked_git_file_is_refused_before_anything_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], link: str
+) -> None:
+    """init appends to the root .gitignore and the store's own git files, and never follows a link.
+    It refused the link only when it reached it, the store already made: exit 2, and a store."""
+    repo = make_repo(tmp_path / "repo")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.write_text("# someone else's file\n")
+    (repo / link).parent.mkdir(exist_ok=True)
+    (repo / link).symlink_to(elsewhere)
+    before = sorted(p.relative_to(repo).as_posix() for p in repo.rglob("*") if ".git/" not in p.as_posix() + "/")
+    monkeypatch.chdir(repo)
+    assert main(["init"]) == 2
+    assert f"{repo / link} is a symbolic link; codexmem does not follow it: add these lines" in capsys.readouterr().err
+    after = sorted(p.relative_to(repo).as_posix() for p in repo.rglob("*") if ".git/" not in p.as_posix() + "/")
+    assert after == before and elsewhere.read_text() == "# someone else's file\n"
+
+
 def test_checking_out_a_teammates_branches_reads_their_events(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Alice writes on two branches from main; Bob checks out one, then the other: he gets each
     branch's real events (each branch has an event file of its own), and nothing made up."""

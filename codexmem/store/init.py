@@ -115,8 +115,12 @@ def init_store(
     config["privacy"] = {"secrets": "refuse"}
     config["sessions"] = {"idle_recovery_minutes": 120}
 
+    # Whatever init would refuse half-way is refused before any file is written.
+    for name, wanted in STORE_GIT_FILES.items():
+        refuse_link(path / name, wanted)
     if repo.has_git:
-        refuse_unignorable(repo.root, path)  # before any file is written
+        refuse_link(repo.root / GITIGNORE, SITE_IGNORE)
+        refuse_unignorable(repo.root, path)
     result = InitResult(config)
     try:
         path.mkdir(parents=True, exist_ok=True)
@@ -205,17 +209,22 @@ def refuse_unignorable(root: Path, store: Path) -> str | None:
     return rule
 
 
-def ensure_lines(path: Path, wanted: GitLines) -> list[FileChange]:
-    """Append the lines of ``wanted`` that ``path`` lacks, once; what was there stays byte for byte.
-
-    Returns the change made (none when every line was there). A symbolic link is never followed.
-    """
+def refuse_link(path: Path, wanted: GitLines) -> None:
+    """A git file that is a symbolic link is never followed: the person adds the lines by hand."""
     if path.is_symlink():
         raise CodexmemError(
             "ERR_INVALID_TARGET",
             f"{path} is a symbolic link; codexmem does not follow it: add these lines to it by hand: "
             + ", ".join(wanted.lines),
         )
+
+
+def ensure_lines(path: Path, wanted: GitLines) -> list[FileChange]:
+    """Append the lines of ``wanted`` that ``path`` lacks, once; what was there stays byte for byte.
+
+    Returns the change made (none when every line was there). A symbolic link is never followed.
+    """
+    refuse_link(path, wanted)
     try:
         current = path.read_bytes()
     except FileNotFoundError:
