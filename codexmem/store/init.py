@@ -118,9 +118,10 @@ def init_store(
     # Whatever init would refuse half-way is refused before any file is written.
     for name, wanted in STORE_GIT_FILES.items():
         refuse_link(path / name, wanted)
+    ignored = None
     if repo.has_git:
         refuse_link(repo.root / GITIGNORE, SITE_IGNORE)
-        refuse_unignorable(repo.root, path)
+        ignored = refuse_unignorable(repo.root, path)
     result = InitResult(config)
     try:
         path.mkdir(parents=True, exist_ok=True)
@@ -131,7 +132,7 @@ def init_store(
         result.changes.append(FileChange(path / CONFIG_FILE, created=True))
         if repo.has_git:
             result.changes.extend(ensure_lines(repo.root / GITIGNORE, SITE_IGNORE))
-            result.changes.extend(unignore(repo.root, path))
+            result.changes.extend(unignore_lines(repo.root, path, ignored))
             register_driver(path)
     except OSError as exc:
         raise CodexmemError("ERR_WRITE_FAILED", f"cannot write {exc.filename or path}: {exc.strerror or exc}") from None
@@ -183,7 +184,11 @@ def unignore(root: Path, store: Path) -> list[FileChange]:
     ignores ``.codexmem/``: no note would ever be committed, and nothing said so. The lines go in
     the committed .gitignore, which outranks every person's excludes, so each clone sees the store.
     """
-    rule = refuse_unignorable(root, store)
+    return unignore_lines(root, store, refuse_unignorable(root, store))
+
+
+def unignore_lines(root: Path, store: Path, rule: str | None) -> list[FileChange]:
+    """The lines :func:`unignore` adds, for a ``rule`` already found (None: nothing to add)."""
     if rule is None:
         return []
     rel = Path(os.path.relpath(store, root)).as_posix()
