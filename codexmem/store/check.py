@@ -198,15 +198,13 @@ def _check_shard(
 ) -> None:
     with open(path, "rb") as fh:
         data = fh.read()
-    if ev.has_conflict(data):
-        scan.error(
-            f"events/{rel}",
-            "merge conflict markers are left in this events file: run `codexmem resolve`, which keeps the "
-            "events of both sides (events are only ever added, so nothing is lost)",
-        )
+    conflicted = False
     for line_no, raw in enumerate(data.splitlines(keepends=True), start=1):
         where = f"events/{rel}:{line_no}"
-        if not raw.strip() or ev.CONFLICT_LINE.match(raw):
+        if ev.CONFLICT_LINE.match(raw):
+            conflicted = True  # said once for the file, below
+            continue
+        if not raw.strip():
             continue
         if not raw.endswith(b"\n"):
             scan.warn(where, "unfinished last line (a writer was interrupted); the next append closes it")
@@ -223,6 +221,12 @@ def _check_shard(
         for name, kinds in credential_findings(event.get("set") or {}):
             scan.error(where, f"set.{name} holds what looks like a credential ({', '.join(kinds)}); remove it")
         by_record.setdefault((event["kind"], event["id"]), []).append(event)
+    if conflicted:
+        scan.error(
+            f"events/{rel}",
+            "merge conflict markers are left in this events file: run `codexmem resolve`, which keeps the "
+            "events of both sides (events are only ever added, so nothing is lost)",
+        )
 
 
 # ------------------------------------------------------------------ history
