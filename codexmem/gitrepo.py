@@ -244,6 +244,15 @@ def discover_repository(cwd: str | Path) -> RepoInfo:
     )
 
 
+def is_shallow(repo: RepoInfo) -> bool:
+    """Whether ``repo`` is a shallow clone (``git clone --depth``, a CI checkout's default): its
+    history stops short, so what git cannot find there may still be in the full history."""
+    return repo.common_dir is not None and (repo.common_dir / "shallow").is_file()
+
+
+SHALLOW_FIX = "fetch the history (`git fetch --unshallow`, or `fetch-depth: 0` on actions/checkout)"
+
+
 # --------------------------------------------------------------------------------------------------
 # Config parsing (only what we need: remote urls)
 

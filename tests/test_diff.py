@@ -388,6 +388,42 @@ def test_errors_are_one_line(agent: Agent, tmp_path: Path) -> None:
     assert code == EXIT_USAGE and err.startswith("codexmem: error: ") and err.count("\n") == 1, err
 
 
+def test_a_shallow_clone_is_told_to_fetch_its_history(agent: Agent, tmp_path: Path) -> None:
+    """A CI checkout fetches one commit by default (``--depth 1``): the merge base is in the
+    history it did not fetch, which the error says, with the fix, rather than "no common commit"."""
+    the_issue_branch(agent)
+    git(agent.repo, "commit", "-q", "--allow-empty", "-m", "feature goes on")
+    git(agent.repo, "checkout", "-q", "main")
+    git(agent.repo, "commit", "-q", "--allow-empty", "-m", "main goes on")  # the merge base is no tip
+    clone = tmp_path / "ci"
+    git(
+        tmp_path,
+        "clone",
+        "-q",
+        "--depth",
+        "1",
+        "--no-single-branch",
+        "-b",
+        "feature/backoff",
+        f"file://{agent.repo}",
+        str(clone),
+    )
+    store = str(clone / ".codexmem")
+    for args, problem in [
+        ((), "'origin/HEAD' and 'HEAD' have no common commit in this clone"),
+        (("origin/main...HEAD",), "'origin/main' and 'HEAD' have no common commit in this clone"),
+        (("HEAD~1",), "unknown revision 'HEAD~1' in this clone"),
+    ]:
+        code, out, err = cli("diff", "--store", store, *args)
+        assert code == EXIT_USAGE and out == "" and err.count("\n") == 1, err
+        assert problem in err and "shallow" in err and "git fetch --unshallow" in err and "fetch-depth: 0" in err, err
+    git(clone, "fetch", "-q", "--unshallow")
+    code, out, err = cli("diff", "--store", store, "origin/main...HEAD")
+    assert (code, err) == (0, "") and "Use exponential backoff" in out, err
+    code, _out, err = cli("diff", "--store", str(agent.store.root), "HEAD~9")
+    assert code == EXIT_USAGE and "shallow" not in err and "unknown revision 'HEAD~9': name a branch" in err, err
+
+
 def test_no_default_branch_and_no_commit(tmp_path: Path) -> None:
     repo = project_with_store(tmp_path / "app", {"a.txt": "a\n"})
     git(repo, "branch", "-m", "main", "trunk")

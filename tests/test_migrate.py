@@ -117,6 +117,31 @@ def test_history_says_so_where_neither_the_events_nor_git_know(tmp_path: Path) -
     assert "parallel" not in item  # the migration's record of version 3 is no second version 3
 
 
+def test_a_shallow_clone_says_its_history_stops_short_until_fetched(tmp_path: Path) -> None:
+    """A CI checkout fetches one commit by default: the values before the migration are in the
+    history it lacks, which the page and the build say (not "neither ... hold"), until fetched."""
+    store = legacy_repo(tmp_path)
+    assert cli("migrate", "--store", str(store))[0] == 0
+    git(store.parent, "add", "-A")
+    git(store.parent, "commit", "-q", "-m", "codexmem migrate")
+    clone = tmp_path / "ci"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{store.parent}", str(clone))
+    site = tmp_path / "site"
+    report = build_site(Store(clone / "memory"), site, search=False)
+    item = " ".join(history_text(site / "channels" / "bugs" / ITEM_ID / "index.html").split())
+    assert "Status : changed; the values are older than this shallow clone's history" in item
+    assert "Status : not in this shallow clone's history → Fixed" in item
+    assert "neither the events nor git" not in item
+    assert len(report.warnings) == 1 and "this clone is shallow" in report.warnings[0], report.warnings
+    assert "2 changes from before `codexmem migrate`" in report.warnings[0] and "--unshallow" in report.warnings[0]
+
+    git(clone, "fetch", "-q", "--unshallow")
+    report = build_site(Store(clone / "memory"), site, search=False)
+    item = " ".join(history_text(site / "channels" / "bugs" / ITEM_ID / "index.html").split())
+    assert "Status : New → Triaged" in item and "Status : Triaged → Fixed" in item
+    assert "shallow" not in item and report.warnings == []
+
+
 EXAMPLE = Path(__file__).resolve().parent.parent / "store-example"
 
 

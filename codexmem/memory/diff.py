@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from codexmem.errors import CodexmemError
-from codexmem.gitrepo import find_git_root
+from codexmem.gitrepo import SHALLOW_FIX, discover_repository, find_git_root, is_shallow
 from codexmem.store import events as ev
 from codexmem.store.atomic import read_bytes_nofollow
 from codexmem.store.gitread import BlobReader, run_git
@@ -138,7 +138,7 @@ def store_repository(store: Store) -> tuple[Path, str]:
 def resolve_sides(root: Path, revisions: str | None) -> tuple[Side, Side]:
     """The two sides ``revisions`` means, as git reads ``A..B``, ``A...B`` and ``A``."""
     if revisions is None:
-        head = _commit(root, "HEAD", "HEAD has no commit yet: commit first, or name the revisions (A..B)")
+        head = _commit(root, "HEAD", "HEAD has no commit yet", "commit first, or name the revisions (A..B)")
         found = (run_git(root, ["for-each-ref", "--format=%(refname)", *DEFAULT_BRANCHES]) or b"").decode().split()
         default = next((ref for ref in DEFAULT_BRANCHES if ref in found), None)
         if default is None:
@@ -148,7 +148,7 @@ def resolve_sides(root: Path, revisions: str | None) -> tuple[Side, Side]:
                 "e.g. `codexmem diff main...HEAD`",
             )
         name = default.removeprefix("refs/remotes/").removeprefix("refs/heads/")
-        tip = _commit(root, default, f"the default branch {name} names no commit: name the revisions (A...B)")
+        tip = _commit(root, default, f"the default branch {name} names no commit", "name the revisions (A...B)")
         return Side(name, _merge_base(root, tip, head, name, "HEAD")), Side(WORKING_TREE, None)
     _check_revision_text(revisions)
     for sep in ("...", ".."):
@@ -173,15 +173,15 @@ def _known(root: Path, revision: str) -> str:
     return _commit(
         root,
         revision,
-        f"unknown revision {_shown(revision)}: name a branch, tag or commit of this repository "
-        "(`git log --oneline` lists commits)",
+        f"unknown revision {_shown(revision)}",
+        "name a branch, tag or commit of this repository (`git log --oneline` lists commits)",
     )
 
 
-def _commit(root: Path, revision: str, problem: str) -> str:
+def _commit(root: Path, revision: str, problem: str, advice: str) -> str:
     out = run_git(root, ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}"])
     if not out:
-        raise CodexmemError("ERR_INVALID_INPUT", problem)
+        raise CodexmemError("ERR_INVALID_INPUT", _said(root, problem, advice))
     return out.decode("ascii").strip()
 
 
@@ -189,9 +189,18 @@ def _merge_base(root: Path, a: str, b: str, left: str, right: str) -> str:
     out = run_git(root, ["merge-base", a, b])
     if not out:
         raise CodexmemError(
-            "ERR_INVALID_INPUT", f"{_shown(left)} and {_shown(right)} have no common commit: compare them with A..B"
+            "ERR_INVALID_INPUT",
+            _said(root, f"{_shown(left)} and {_shown(right)} have no common commit", "compare them with A..B"),
         )
     return out.decode("ascii").split()[0]
+
+
+def _said(root: Path, problem: str, advice: str) -> str:
+    """``problem: advice``; in a shallow clone (a CI checkout's default) the likelier cause and its
+    fix first: the commit, or the common one, is in the history this clone did not fetch."""
+    if not is_shallow(discover_repository(root)):
+        return f"{problem}: {advice}"
+    return f"{problem} in this clone, which is shallow (cloned with --depth): {SHALLOW_FIX}, or {advice}"
 
 
 def _shown(text: str) -> str:

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from codexmem.errors import CodexmemError
+from codexmem.gitrepo import SHALLOW_FIX
 from codexmem.models.config import BASE_URL_EXAMPLE, base_url_problem
 from codexmem.progress import Progress
 from codexmem.render.markdown import highlight_css
@@ -215,6 +216,12 @@ def build_site(
         index = store.fresh_index(full=True)
         with _collector_paused():
             data = load(store, index, now=now, cached=not full)
+        if data.unknown_in_shallow:
+            report.warnings.append(
+                f"this clone is shallow (cloned with --depth), so {plural(data.unknown_in_shallow, 'change')} "
+                f"from before `codexmem migrate` show no values, which the full history may hold: {SHALLOW_FIX}, "
+                "then build again"
+            )
         gc.freeze()
         # Pages make many short-lived objects, freed by reference counting: collect young ones less
         # often (the old collections then come about a tenth as often: 5% of a rebuild's CPU).

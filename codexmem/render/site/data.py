@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from codexmem.gitrepo import discover_repository, is_shallow
 from codexmem.models.channel import COLOR_RE, ChannelSchema
 from codexmem.models.records import HANDOFF_STATUSES, NOTE_STATUSES, NOTE_TYPES
 from codexmem.render.markdown import RECORD_ID_RE, TOKEN_RE, mention_pattern
@@ -80,6 +81,8 @@ class SiteData:
     events: list[Rec]
     """Every event, newest first."""
     history: dict[str, list[Rec]] = field(default_factory=dict)
+    unknown_in_shallow: int = 0
+    """Changes whose values nobody knows in a shallow clone: the full history may hold them."""
     backlinks: dict[str, list[Rec]] = field(default_factory=dict)
     tags: dict[str, list[str]] = field(default_factory=dict)
     files: dict[str, list[Rec]] = field(default_factory=dict)
@@ -379,6 +382,7 @@ def _collect_history(data: SiteData, store: Store, cached: bool = True) -> None:
     details = read_details(store.layout, cache, use=cached)
     lacking = {(e["kind"], e["id"]) for e in data.events if e["event_id"] not in details.values}
     from_git = git_versions(store.layout, lacking)
+    shallow = bool(lacking) and is_shallow(discover_repository(store.root))
     for rid, events in by_record.items():
         events.sort(key=lambda e: (e["version"], e["at"], e["event_id"]))
         kind = KINDS[events[0]["kind"]]
@@ -387,7 +391,11 @@ def _collect_history(data: SiteData, store: Store, cached: bool = True) -> None:
             data.items.get(channel or "", {}).get(rid) if kind is ITEM else data.records.get(kind.name, {}).get(rid)
         )
         versions = from_git.get((kind.name, rid), {})
-        data.history[rid] = record_history(kind, events, details, versions, current)
+        data.history[rid] = record_history(kind, events, details, versions, current, shallow)
+        if shallow:
+            data.unknown_in_shallow += sum(
+                1 for row in data.history[rid] for change in row["changes"] if change["kind"] == "unknown"
+            )
     data.session_events = {sid: list(reversed(evs)) for sid, evs in by_session.items()}
 
 

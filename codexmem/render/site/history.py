@@ -207,10 +207,14 @@ def record_history(
     details: Details,
     from_git: Mapping[int, Rec],
     current: Rec | None,
+    shallow: bool = False,
 ) -> list[Rec]:
     """Each event of one record, oldest first, with ``changes`` (field, old, new), ``parallel``
     (another event has the same version: two branches changed it at once), ``author``, and
-    ``snapshot``: the record's texts at that version when they differ from today's."""
+    ``snapshot``: the record's texts at that version when they differ from today's.
+
+    ``shallow``: git's history stops short in this clone, so a value nobody knows here may be
+    in the full history (the change says so)."""
     states: dict[str, State] = {}
     previous: State = {}
     counts: dict[int, int] = defaultdict(int)
@@ -246,7 +250,7 @@ def record_history(
         changes = []
         if e["type"] not in ("created", "migrated"):
             keys = sorted(details.values[eid]) if eid in details.values else [_key(k) for k in e["changed"]]
-            changes = [_change(kind, key, old.get(key), new.get(key)) for key in keys]
+            changes = [_change(kind, key, old.get(key), new.get(key), shallow) for key in keys]
         snapshot = {k: v for k, v in _texts(kind, new).items() if now_texts.get(k) != v and v is not UNKNOWN}
         rows.append(
             {
@@ -290,10 +294,17 @@ def _texts(kind: Kind, state: Rec) -> Rec:
     return {body: state[body]} if body and body in state else {}
 
 
-def _change(kind: Kind, key: str, old: Any, new: Any) -> Rec:
+def _change(kind: Kind, key: str, old: Any, new: Any, shallow: bool) -> Rec:
     if old is UNKNOWN or new is UNKNOWN:
         known = new is not UNKNOWN
-        return {"key": key, "kind": "unknown", "old": None, "new": new if known else None, "new_known": known}
+        return {
+            "key": key,
+            "kind": "unknown",
+            "old": None,
+            "new": new if known else None,
+            "new_known": known,
+            "shallow": shallow,
+        }
     if isinstance(old, str) and isinstance(new, str) and (key == kind.body_field or "\n" in old + new):
         return {"key": key, "kind": "diff", "diff": word_diff(old, new)}
     return {"key": key, "kind": "value", "old": old, "new": new}
