@@ -205,6 +205,29 @@ def test_symlinked_agents_file_is_refused(tmp_path: Path) -> None:
     assert elsewhere.read_text() == "secret\n"
 
 
+def test_cli_writes_and_checks_an_agents_md_linked_to_a_file_of_the_repository(store: Store, tmp_path: Path) -> None:
+    """``AGENTS.md -> CLAUDE.md``, one text for two agents: the block goes into CLAUDE.md, the link stays."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "CLAUDE.md").write_text("# Rules\n")
+    link = repo / "AGENTS.md"
+    link.symlink_to("CLAUDE.md")
+    args = ["agents", "--store", str(store.root), "--project", "proj_order_web", "--out", str(link)]
+    done = run_cli(*args, "--mode", "append")
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    assert done.stdout == f"appended the codexmem block to {repo / 'CLAUDE.md'} ({link} links to it)\n"
+    assert link.is_symlink() and (repo / "CLAUDE.md").read_text().startswith("# Rules\n\n" + BEGIN_MARKER)
+    checked = run_cli(*args, "--check")
+    assert (checked.returncode, checked.stderr) == (0, "") and "up to date" in checked.stdout, checked.stderr
+    (repo / "inner").mkdir()
+    (repo / "inner" / "AGENTS.md").symlink_to(repo / ".git" / "config")
+    config = (repo / ".git" / "config").read_bytes()
+    refused = run_cli(*args[:-1], str(repo / "inner" / "AGENTS.md"), "--mode", "append")
+    assert refused.returncode == 2 and "inside a .git folder" in refused.stderr, refused.stderr
+    assert (repo / ".git" / "config").read_bytes() == config
+
+
 def test_project_target_needs_a_git_work_tree(tmp_path: Path) -> None:
     with pytest.raises(CodexmemError) as info:
         project_agents_path(str(tmp_path / "not-a-repo"))

@@ -81,6 +81,61 @@ async def test_append_three_times_leaves_one_block_and_the_rest_byte_for_byte(
     assert renamed["data"]["written_files"][0]["path"] == str(web / "AGENTS.md")
 
 
+async def test_an_agents_md_linked_to_a_file_of_the_repository_is_written_through_the_link(
+    store_path: Path, web: Path, home: Path
+) -> None:
+    """``AGENTS.md -> CLAUDE.md`` (one text for two agents) and a dotfiles checkout's
+    ``~/.codex/AGENTS.md``: the block goes into the file the link names, and the links stay."""
+    (web / "CLAUDE.md").write_text(HAND_WRITTEN)
+    (web / "AGENTS.md").symlink_to("CLAUDE.md")
+    dotfiles = home / "dotfiles" / "codex"
+    dotfiles.mkdir(parents=True)
+    (dotfiles / "AGENTS.md").write_text("# Mine\n")
+    (home / ".codex").mkdir()
+    (home / ".codex" / "AGENTS.md").symlink_to(dotfiles / "AGENTS.md")
+    async with mcp_client(store_path) as client:
+        first = await install(client, target="both", mode="append", cwd=str(web))
+        again = await install(client, target="both", mode="append", cwd=str(web))
+    assert first["data"]["written_files"] == [
+        {
+            "path": str(home / ".codex" / "AGENTS.md"),
+            "file": str(dotfiles / "AGENTS.md"),
+            "target": "global",
+            "mode": "append",
+        },
+        {"path": str(web / "AGENTS.md"), "file": str(web / "CLAUDE.md"), "target": "project", "mode": "append"},
+    ]
+    assert [f["reason"] for f in again["data"]["skipped_files"]] == ["already up to date"] * 2
+    assert (web / "AGENTS.md").is_symlink() and (home / ".codex" / "AGENTS.md").is_symlink()
+    text = (web / "CLAUDE.md").read_text()
+    assert text.startswith(HAND_WRITTEN) and text.count(BEGIN_MARKER) == text.count(END_MARKER) == 1
+    assert (dotfiles / "AGENTS.md").read_text().startswith("# Mine\n" + "\n" + BEGIN_MARKER)
+
+
+async def test_a_link_out_of_the_repository_into_git_or_to_nothing_is_refused_naming_it(
+    store_path: Path, web: Path, home: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "elsewhere.md"
+    outside.write_text("keep\n")
+    cases = {
+        outside: "that is outside",
+        web / ".git" / "config": "it is inside a .git folder",
+        web / "gone.md": "that does not exist",
+    }
+    for target, reason in cases.items():
+        (web / "AGENTS.md").unlink(missing_ok=True)
+        (web / "AGENTS.md").symlink_to(target)
+        before = target.read_bytes() if target.exists() else None
+        async with mcp_client(store_path) as client:
+            answer = await install(client, target="both", mode="append", cwd=str(web))
+        assert answer["error"]["code"] == "ERR_AGENTS_WRITE_DENIED", answer
+        message = answer["error"]["message"]
+        assert f"{web / 'AGENTS.md'} is a symbolic link to" in message and reason in message, message
+        assert "point the link at one, or replace it by a file" in message
+        assert (target.read_bytes() if target.exists() else None) == before
+        assert not (home / ".codex").exists(), "nothing is written when one path is refused"
+
+
 async def test_a_block_codex_would_not_read_is_written_and_said(store_path: Path, web: Path, home: Path) -> None:
     """Appended to a person's long AGENTS.md, the block lies past the 32 KiB Codex reads; beside an
     AGENTS.override.md, Codex reads the other file. Each is written as asked, with a warning."""

@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         _check_out(Path(args.out), store_root)
     if args.check:
-        found = check_marked(Path(args.out), text)
+        found = check_marked(Path(args.out), text, store_root)
         if found:
             problem, mode = found
             fix = f"codexmem agents --out {args.out}" + (f" --mode {mode}" if mode else "")
@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
             return 1
         print(f"{args.out}: up to date")
     elif args.out:
-        print(write_marked(Path(args.out), text, args.mode))
+        print(write_marked(Path(args.out), text, args.mode, store_root))
     else:
         sys.stdout.write(text)
         return 0

@@ -188,14 +188,17 @@ def install_agents(
             message = f"must be {', '.join(allowed[:-1])} or {allowed[-1]}"
             raise CodexmemError("ERR_INVALID_TARGET", f"{name} {message}", fields=[{"field": name, "message": message}])
     plans = []
+    store_root = None
     if target in ("global", "both"):
         plans.append(Plan("global", global_agents_path(), render_global()))
     if target in ("project", "both"):
         if not cwd.strip():
             raise invalid_input("cwd", "is required for a project AGENTS.md: a directory inside the repository")
         path = project_agents_path(cwd)
+        store = open_store()
+        store_root = store.root
         context = apply_overrides(
-            context_for_cwd(open_store(), cwd),
+            context_for_cwd(store, cwd),
             project_name=project_name,
             system_name=system_name,
             related_repositories=related_repositories,
@@ -203,7 +206,7 @@ def install_agents(
             allow_related_project_memory=allow_related_project_memory,
         )
         plans.append(Plan("project", path, render_project(context)))
-    return install(plans, mode, warnings)
+    return install(plans, mode, warnings, store_root)
 
 
 def context_for_cwd(store: Store, cwd: str) -> AgentsContext:
@@ -229,22 +232,30 @@ class Plan:
     content: str
 
 
-def install(plans: list[Plan], mode: str, warnings: Warnings) -> dict[str, list[dict[str, str]]]:
-    """Write each planned file by ``mode``; report exactly what was written and what was skipped."""
+def install(
+    plans: list[Plan], mode: str, warnings: Warnings, store_root: Path | None = None
+) -> dict[str, list[dict[str, str]]]:
+    """Write each planned file by ``mode``; report exactly what was written and what was skipped.
+
+    Every path is checked (a link is followed only as :func:`followed` allows) before the first write.
+    """
     if mode not in MODES:
         raise CodexmemError("ERR_INVALID_TARGET", "mode must be safe, append, or overwrite")
     written: list[dict[str, str]] = []
     skipped: list[dict[str, str]] = []
     unresolved: set[str] = set()
-    for plan in plans:
+    files = [followed(plan.path, store_root) for plan in plans]
+    for plan, file in zip(plans, files, strict=True):
+        linked = {} if file == plan.path else {"file": str(file)}
         try:
-            existing = _read_existing(plan.path)
+            existing = _read_existing(file)
         except OSError as exc:
-            raise CodexmemError("ERR_AGENTS_WRITE_DENIED", f"cannot read {plan.path}: {exc.strerror}") from None
+            raise CodexmemError("ERR_AGENTS_WRITE_DENIED", f"cannot read {file}: {exc.strerror}") from None
         if existing is not None and mode == "safe":
             skipped.append(
                 {
                     "path": str(plan.path),
+                    **linked,
                     "target": plan.target,
                     "mode": mode,
                     "reason": "existing AGENTS.md was preserved in safe mode",
@@ -257,15 +268,15 @@ def install(plans: list[Plan], mode: str, warnings: Warnings) -> dict[str, list[
         new = plan.content if mode != "append" else with_block(existing or "", plan.content)
         if existing == new:
             skipped.append(
-                {"path": str(plan.path), "target": plan.target, "mode": mode, "reason": "already up to date"}
+                {"path": str(plan.path), **linked, "target": plan.target, "mode": mode, "reason": "already up to date"}
             )
             continue
         try:
-            plan.path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(plan.path, new.encode("utf-8"))
+            file.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(file, new.encode("utf-8"))
         except OSError as exc:
-            raise CodexmemError("ERR_AGENTS_WRITE_DENIED", f"cannot write {plan.path}: {exc.strerror}") from None
-        written.append({"path": str(plan.path), "target": plan.target, "mode": mode})
+            raise CodexmemError("ERR_AGENTS_WRITE_DENIED", f"cannot write {file}: {exc.strerror}") from None
+        written.append({"path": str(plan.path), **linked, "target": plan.target, "mode": mode})
         unresolved.update(unresolved_placeholders(plan.content))
     for plan in plans:
         missed = missed_by_codex(plan.path) if plan.target == "project" else None
@@ -324,13 +335,15 @@ CLI_MODES = ("append", "overwrite")
 """``codexmem agents --out``: without a mode, only a missing file or codexmem's own block is written."""
 
 
-def write_marked(path: Path, content: str, mode: str | None) -> str:
+def write_marked(path: Path, content: str, mode: str | None, store_root: Path | None = None) -> str:
     """Write ``content`` as codexmem's marked block in ``path``; return what was done, for the person.
 
     A missing file gets the block; a file with the block gets it replaced, every other byte kept;
     a file without it is left alone unless ``mode`` says append (the block at its end) or
-    overwrite (the file replaced by the block).
+    overwrite (the file replaced by the block). A link is written through as :func:`followed` allows.
     """
+    link = path
+    path = followed(link, store_root)
     try:
         existing = _read_existing(path)
     except OSError as exc:
@@ -348,19 +361,21 @@ def write_marked(path: Path, content: str, mode: str | None) -> str:
             f"{path} exists and has no codexmem block, so it was left alone: `--mode append` adds the block "
             "at its end, `--mode overwrite` replaces the whole file",
         )
+    through = "" if path == link else f" ({link} links to it)"
     if new == existing:
-        return f"{path} is up to date"
+        return f"{path} is up to date{through}"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(path, new.encode("utf-8"))
     except OSError as exc:
         raise CodexmemError("ERR_AGENTS_WRITE_DENIED", f"cannot write {path}: {exc.strerror or exc}") from None
-    return done
+    return done + through
 
 
-def check_marked(path: Path, content: str) -> tuple[str, str | None] | None:
+def check_marked(path: Path, content: str, store_root: Path | None = None) -> tuple[str, str | None] | None:
     """None when ``path`` holds ``content`` (in its marked block, when it has one); else what differs
     and the ``--mode`` that would fix it (None: the default)."""
+    path = followed(path, store_root)
     try:
         existing = _read_existing(path)
     except OSError as exc:
@@ -416,9 +431,40 @@ def missed_by_codex(path: Path) -> str | None:
     )
 
 
+def followed(path: Path, store_root: Path | None) -> Path:
+    """The file to read and write for ``path``: itself, or the file a symbolic link there names when
+    that is a file of the same repository (``AGENTS.md -> CLAUDE.md``: one text for two agents), or
+    of the home folder for ``~/.codex/AGENTS.md`` (a dotfiles checkout). A link anywhere else, to
+    nothing, into the store or into a ``.git`` folder is refused, so the text lands in no other file.
+    """
+    if not path.is_symlink():
+        return path
+    from codexmem.gitrepo import find_git_root
+    from codexmem.store.placement import misplaced
+
+    real = Path(os.path.realpath(path))
+    holder = find_git_root(str(path.parent))
+    home = os.environ.get("HOME")
+    if holder is None and home and os.path.abspath(path) == os.path.join(home, ".codex", "AGENTS.md"):
+        holder = Path(home)
+    if holder is None or not real.is_relative_to(os.path.realpath(holder)):
+        problem: str | None = f"that is outside {holder or 'any repository'}"
+    elif not real.exists():
+        problem = "that does not exist"
+    elif not real.is_file():
+        problem = "that is not a file"
+    else:
+        problem = misplaced(real, store_root, holds_files=False)
+    if problem is None:
+        return real
+    raise CodexmemError(
+        "ERR_AGENTS_WRITE_DENIED",
+        f"{path} is a symbolic link to {real}, and {problem}; codexmem follows a link only to a file of the "
+        "same repository (of the home folder, for ~/.codex/AGENTS.md): point the link at one, or replace it by a file",
+    )
+
+
 def _read_existing(path: Path) -> str | None:
-    if path.is_symlink():
-        raise CodexmemError("ERR_AGENTS_WRITE_DENIED", f"{path} is a symbolic link; codexmem does not follow it")
     try:
         with open(path, encoding="utf-8", newline="") as fh:
             return fh.read(MAX_AGENTS_BYTES * 8)
