@@ -6,7 +6,8 @@ retracted), supersede notes and write handoffs, and people (each with their own 
 edit bugs through the records service, often the same fields, sometimes back to the value they
 started from. The branches are merged into main in a random order, as a hosting service's merge
 button does (``* merge`` in ``.git/info/attributes``: git's plain text merge), or with the merge
-driver installed.
+driver installed; ``--land squash`` lands each branch as its squash button does instead (``git
+merge --squash`` and one commit, no merge commit).
 
 Every conflict hunk is classified by what taking its other side changes: only the version line
 (``version``), or only fields both branches changed to different values (``field``: a field,
@@ -21,7 +22,7 @@ the merge base and at both tips, with the sides a person picked) says what every
 after every merge: a field that differs is a lost edit, and one that ``check`` does not report is
 a lost edit unreported. An error of ``check`` that names no dropped field is a false error.
 
-    .venv/bin/python -m bench.merge_scenario --trials 20
+    .venv/bin/python -m bench.merge_scenario --trials 20 [--land squash]
 """
 
 from __future__ import annotations
@@ -496,8 +497,14 @@ def reported(world: World) -> tuple[set[tuple[str, str]], list[str]]:
 # ------------------------------------------------------------------ a trial
 
 
-def run_trial(root: Path, seed: int, *, driver: bool, careless: bool) -> Tally:
-    """One scenario; ``root`` must not exist. ``careless``: some merges drop an edit on purpose."""
+LANDINGS = ("merge", "squash")
+
+
+def run_trial(root: Path, seed: int, *, driver: bool, careless: bool, land: str = "merge") -> Tally:
+    """One scenario; ``root`` must not exist. ``careless``: some merges drop an edit on purpose.
+    ``land``: a merge commit, or a squash (the branch's changes as one commit, no merge recorded)."""
+    if land not in LANDINGS:
+        raise ValueError(f"land: {land!r} is not one of {', '.join(LANDINGS)}")
     mode = "driver" if driver else "button"
     tally = Tally(trials=1)
     world = World(root, random.Random(seed))
@@ -514,9 +521,10 @@ def run_trial(root: Path, seed: int, *, driver: bool, careless: bool) -> Tally:
         before = world.git("rev-parse", "HEAD").decode().strip()
         ours = world.tree(before)
         theirs = world.tree(name)
-        done = subprocess.run(
-            ["git", "merge", "--no-ff", "--no-edit", "-q", name], cwd=world.path, env=GIT_ENV, capture_output=True
-        )
+        how = ["--no-ff", "--no-edit"] if land == "merge" else ["--squash"]
+        done = subprocess.run(["git", "merge", *how, "-q", name], cwd=world.path, env=GIT_ENV, capture_output=True)
+        if done.returncode == 0 and land == "squash":  # a squash stages the changes and stops
+            world.commit(f"squash {name}")
         picks: dict[Key, dict[str, str]] = {}
         if done.returncode != 0:
             tally.conflicted_merges[mode] += 1
@@ -622,6 +630,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--trials", type=int, default=20, help="trials per mode (default 20)")
     parser.add_argument("--seed", type=int, default=1, help="first seed (default 1)")
+    parser.add_argument("--land", choices=LANDINGS, default="merge", help="how a branch lands (default merge)")
     args = parser.parse_args()
     by_mode = {"button": Tally(), "driver": Tally()}
     started = time.perf_counter()
@@ -630,11 +639,15 @@ def main() -> None:
             seed = args.seed + n
             for mode in ("button", "driver"):
                 root = Path(tmp) / f"{mode}-{seed}"
-                by_mode[mode].add(run_trial(root, seed, driver=mode == "driver", careless=seed % 2 == 0))
+                by_mode[mode].add(
+                    run_trial(root, seed, driver=mode == "driver", careless=seed % 2 == 0, land=args.land)
+                )
                 shutil.rmtree(root)
     print(table(by_mode))
     took = time.perf_counter() - started
-    print(f"\n{args.trials} seeds from {args.seed} in each mode (careless: even seeds), {took:.0f} s")
+    print(
+        f"\n{args.trials} seeds from {args.seed} in each mode (careless: even seeds; landed by {args.land}), {took:.0f} s"
+    )
     with open("/proc/loadavg") as fh:
         print(f"load average: {fh.read().split()[:3]}")
     failures = by_mode["button"].failures + by_mode["driver"].failures

@@ -36,3 +36,11 @@ def test_with_the_driver_only_same_field_disagreements_stop_a_merge(tmp_path: Pa
     _sound(tally)
     assert tally.conflicts[("driver", "field")] > 0 and tally.conflicts[("driver", "version")] == 0
     assert tally.injected > 0 and tally.detected == tally.injected
+
+
+def test_landed_by_the_squash_button_nothing_is_lost_and_check_names_every_dropped_edit(tmp_path: Path) -> None:
+    """The squash button lands a branch as one commit with no merge recorded: the same soundness."""
+    tally = run_trial(tmp_path / "repo", 4, driver=False, careless=True, land="squash")
+    _sound(tally)
+    assert tally.merges == 6 and tally.conflicts[("button", "field")] > 0
+    assert tally.injected > 0 and tally.detected == tally.injected
