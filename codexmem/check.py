@@ -14,6 +14,7 @@ from pathlib import Path
 from codexmem.memory.checks import file_path_findings, reference_findings
 from codexmem.records.checks import item_findings
 from codexmem.store.check import Finding, scan_store
+from codexmem.store.gitsetup import driver_problem
 
 
 @dataclass
@@ -38,6 +39,9 @@ def check_store(root: Path) -> CheckResult:
         findings += item_findings(scan)
         findings += reference_findings(scan)
         findings += file_path_findings(scan)
+    broken = driver_problem(root)
+    if broken is not None:  # not the store's fault, but this clone's next merge may drop edits
+        findings.append(Finding(".git/config", "warning", broken))
     return CheckResult(sorted(findings), scan.counts)
 
 

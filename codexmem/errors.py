@@ -54,6 +54,7 @@ WarningCode = Literal[
     "WARN_SCHEMA_CUT",
     "WARN_AGENTS_NOT_READ",
     "WARN_STORE_IGNORED",
+    "WARN_MERGE_DRIVER_BROKEN",
 ]
 WARNING_CODES: tuple[str, ...] = get_args(WarningCode)
 

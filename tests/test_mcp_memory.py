@@ -12,12 +12,14 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 from memory_fixtures import NOW, answer_bytes, call, make_repo, mcp_client, session_in
+from store_fixtures import git
 
 from codexmem.cli.main import main
 from codexmem.envelope import MAX_ANSWER_BYTES
 from codexmem.errors import Warnings
 from codexmem.memory import handoffs, notes
 from codexmem.models.records import ScopeRef
+from codexmem.store.gitsetup import driver_problem_in_clone
 from codexmem.store.init import ignored_in_clone, init_store
 from codexmem.store.layout import SESSION
 from codexmem.store.store import Store
@@ -195,6 +197,29 @@ async def test_a_clone_whose_git_ignores_the_store_is_told_at_bootstrap(tmp_path
     async with mcp_client(repo / ".codexmem") as client:
         again = await call(client, "memory_bootstrap_session", cwd=str(repo), task="t")
     assert "WARN_STORE_IGNORED" not in [w["code"] for w in again["warnings"]]
+
+
+async def test_a_clone_whose_merge_driver_is_gone_is_told_at_bootstrap(tmp_path: Path) -> None:
+    """An agent may run ``git merge`` itself: a driver registered at a path that is gone (a moved
+    checkout) would make it drop a teammate's edits, so the first bootstrap says so, until setup."""
+    repo = make_repo(tmp_path / "order-web", remote=REMOTE)
+    init_store(repo / ".codexmem", cwd=repo)
+    git(
+        repo, "config", "merge.codexmem.driver", f"{tmp_path}/moved/.venv/bin/python -m codexmem merge-file %O %A %B %P"
+    )
+    driver_problem_in_clone.cache_clear()  # a new server process
+    async with mcp_client(repo / ".codexmem") as client:
+        boot = await call(client, "memory_bootstrap_session", cwd=str(repo), task="t")
+    [said] = [w["message"] for w in boot["warnings"] if w["code"] == "WARN_MERGE_DRIVER_BROKEN"]
+    assert said.startswith(
+        f"the merge driver registered in this clone runs {tmp_path}/moved/.venv/bin/python, which is not there"
+    )
+    assert "`codexmem setup`" in said
+    assert main(["--store", str(repo / ".codexmem"), "setup"]) == 0
+    driver_problem_in_clone.cache_clear()  # the next server process
+    async with mcp_client(repo / ".codexmem") as client:
+        again = await call(client, "memory_bootstrap_session", cwd=str(repo), task="t")
+    assert "WARN_MERGE_DRIVER_BROKEN" not in [w["code"] for w in again["warnings"]]
 
 
 async def test_an_abandoned_session_is_recovered_by_the_next_bootstrap(store_path: Path, web: Path) -> None:

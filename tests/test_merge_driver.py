@@ -7,11 +7,14 @@ records the settlement.
 
 from __future__ import annotations
 
+import contextlib
+import io
 from pathlib import Path
 
 import pytest
 from merge_fixtures import Repo, errors, new_repo
 
+from codexmem.cli.main import main
 from codexmem.store.resolve import resolve
 
 
@@ -144,3 +147,51 @@ def test_files_that_are_not_records_get_gits_own_text_merge(repo: Repo, tmp_path
     theirs.write_text("a\nb\nC\n")
     assert merge_file(base, ours, theirs, "docs/notes.txt") == 0
     assert ours.read_text() == "A\nb\nC\n"
+
+
+def cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_a_driver_whose_interpreter_is_gone_is_said_and_resolve_drops_no_edit(repo: Repo, tmp_path: Path) -> None:
+    """A moved checkout or a rebuilt virtual environment leaves the registered driver pointing at
+    nothing: git then stops with a conflict whose file holds this branch's side only, no markers."""
+    bug = repo.item(title="Totals off")
+    repo.commit("a bug")
+    repo.branch("theirs")
+    repo.edit(bug, status="triaged")
+    repo.commit("theirs")
+    repo.checkout("main")
+    repo.edit(bug, severity="s1")
+    repo.commit("ours")
+    gone = tmp_path / "old-venv" / "bin" / "python"
+    repo.git("config", "merge.codexmem.driver", f"{gone} -m codexmem merge-file %O %A %B %P")
+    store = str(repo.store_root)
+
+    code, out, _err = cli("check", "--store", store)
+    assert (
+        code == 0
+        and f".git/config: warning: the merge driver registered in this clone runs {gone}, which is not there" in out
+    )
+    assert "run `codexmem setup`" in out
+
+    assert repo.merge("theirs") == [".codexmem/channels/bugs/items/" + bug + ".yaml"]
+    assert "<<<<<<<" not in repo.item_path(bug).read_text(), "git kept our side only"
+    held, logged = repo.item_path(bug).read_bytes(), len(repo.events())
+    code, out, err = cli("resolve", "--store", store)
+    assert code == 2 and out == "", out
+    assert f"runs {gone}, which is not there, so git could not merge 1 record file(s)" in err
+    assert f"git checkout -m -- .codexmem/channels/bugs/items/{bug}.yaml" in err and "nothing was recorded" in err
+    assert repo.item_path(bug).read_bytes() == held and len(repo.events()) == logged
+
+    code, out, err = cli("setup", "--store", store)
+    assert code == 0, err
+    repo.git("checkout", "-m", "--", f".codexmem/channels/bugs/items/{bug}.yaml")
+    assert repo.values(bug) == {"title": "Totals off", "status": "triaged", "severity": "s1"}
+    repo.git("add", "-A")
+    repo.git("commit", "-q", "--no-edit")
+    code, out, err = cli("check", "--store", store)
+    assert code == 0 and "0 errors, 0 warnings" in out and errors(repo.check()) == [], out

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
+
+MAX_SHOWN = 10
+"""Unmerged files named in the error at most (the command takes them all as given)."""
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -20,9 +24,25 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from codexmem.cli.common import open_store
+    from codexmem.errors import CodexmemError
+    from codexmem.store.gitsetup import driver_problem, missing_driver, unmerged_records
     from codexmem.store.resolve import resolve
 
     store = open_store(args)
+    missing = missing_driver(store.root)
+    if missing is not None:  # said first: a conflict the driver could not merge holds one side only
+        unmerged = unmerged_records(store.root)
+        if unmerged:  # recorded as they are, the other branch's edits would be dropped for good
+            shown = " ".join(unmerged[:MAX_SHOWN]) + (" …" if len(unmerged) > MAX_SHOWN else "")
+            raise CodexmemError(
+                "ERR_INVALID_STATE",
+                f"the merge driver registered in this clone runs {missing}, which is not there, so git could not "
+                f"merge {len(unmerged)} record file(s): each holds only this branch's side, with no markers, and "
+                "nothing was recorded. Run `codexmem setup`, then, at the repository's root, "
+                f"`git checkout -m -- {shown}` merges them again with the driver (dropping any edit made to them "
+                "since); then settle what conflicts and run resolve",
+            )
+        print(f"codexmem resolve: warning: {driver_problem(store.root)}", file=sys.stderr)
     done = resolve(store)
     for r in done:
         if r.kind == "events":

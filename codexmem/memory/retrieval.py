@@ -28,6 +28,7 @@ from codexmem.memory.scope import resolve_scope
 from codexmem.memory.sessions import open_session, session_view
 from codexmem.memory.text import required_text, unique
 from codexmem.models.records import HANDOFF_STATUSES, NOTE_STATUSES, Intent, ScopeRef
+from codexmem.store.gitsetup import driver_problem_in_clone
 from codexmem.store.ids import check_record_id
 from codexmem.store.index import Hit, Index, TextQuery
 from codexmem.store.init import ignored_in_clone
@@ -135,6 +136,9 @@ def bootstrap_session(
             f"git in this clone ignores new files of the memory store by the rule {ignored}, so what this "
             "session saves would never be committed: tell the user to run `codexmem setup`, which un-ignores it",
         )
+    broken = driver_problem_in_clone(store.root)
+    if broken is not None:
+        warnings.add("WARN_MERGE_DRIVER_BROKEN", f"{broken} (tell the user)")
     ref = scope.ref()
     session = open_session(store, now, warnings, scope=ref, task=task, branch_name=scope.branch_name)
     recovered = recover_idle_sessions(store, now, warnings, workspace_id=ref.workspace_id, actor=session["session_id"])

@@ -10,13 +10,17 @@ the driver merges with git's own text merge, which the file form is built for.
 
 from __future__ import annotations
 
+import functools
+import os
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from codexmem.errors import CodexmemError
 from codexmem.gitrepo import discover_repository
+from codexmem.store.gitread import run_git
 
 DRIVER = "codexmem"
 STORE_ATTRIBUTES = (
@@ -55,3 +59,61 @@ def register_driver(store_root: Path) -> bool:
             problem = (done.stderr.strip().splitlines() or ["git config failed"])[-1]
             raise CodexmemError("ERR_WRITE_FAILED", f"could not register the merge driver: {problem}")
     return True
+
+
+def missing_driver(store_root: Path) -> str | None:
+    """The program of the merge driver registered in this clone when it is not there (None: it is,
+    or no driver is registered, and git merges records as text).
+
+    It is registered with an absolute interpreter path, which a moved checkout, a rebuilt virtual
+    environment or a container sharing the clone leaves pointing at nothing. Git then cannot run
+    it and stops at each record both branches changed with a conflict whose file holds only this
+    branch's side, with no markers: one ``git add`` (or ``codexmem resolve``) drops the other's edits.
+    """
+    if not discover_repository(store_root).has_git:
+        return None
+    command = (run_git(store_root, ["config", "--get", f"merge.{DRIVER}.driver"]) or b"").decode("utf-8", "replace")
+    try:
+        program = shlex.split(command)[0] if command.strip() else None
+    except ValueError:  # unbalanced quotes: git's shell cannot run it either
+        program = command.strip()
+    if program is None:
+        return None
+    found = program if os.path.isabs(program) else shutil.which(program)
+    if found is not None and os.path.isfile(found) and os.access(found, os.X_OK):
+        return None
+    return program
+
+
+def driver_problem(store_root: Path) -> str | None:
+    """:func:`missing_driver` said for a person, with the fix (None: nothing to say)."""
+    program = missing_driver(store_root)
+    if program is None:
+        return None
+    return (
+        f"the merge driver registered in this clone runs {program}, which is not there (a moved checkout or a "
+        "rebuilt virtual environment?): git stops at each record both branches changed with a conflict whose "
+        "file holds only this branch's side, with no markers; run `codexmem setup` to register it again"
+    )
+
+
+@functools.lru_cache(maxsize=16)
+def driver_problem_in_clone(store_root: Path) -> str | None:
+    """:func:`driver_problem`, asked once per process (a server's first bootstrap)."""
+    return driver_problem(store_root)
+
+
+def unmerged_records(store_root: Path) -> list[str]:
+    """The store's record files git lists as unmerged, by their paths from the repository's root."""
+    from codexmem.store.layout import identify_relpath
+
+    out = run_git(store_root, ["ls-files", "--unmerged", "--full-name", "-z", "--", "."]) or b""
+    paths: set[str] = set()
+    for entry in out.split(b"\0"):
+        _, tab, name = entry.partition(b"\t")
+        if tab:
+            paths.add(name.decode("utf-8", "surrogateescape"))
+    root = discover_repository(store_root).root
+    store_rel = os.path.relpath(store_root.resolve(), Path(root).resolve()).replace(os.sep, "/")
+    prefix = "" if store_rel == "." else store_rel + "/"
+    return sorted(p for p in paths if p.startswith(prefix) and identify_relpath(p[len(prefix) :]) is not None)
