@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from store_fixtures import GIT_ENV, PYTHON, make_repo, new_store, note_model, start_session, write_note
 
 from codexmem.check import check_store
 from codexmem.cli.main import main
+from codexmem.store.index.ingest import Ingestion
 from codexmem.store.layout import NOTE
 from codexmem.store.recordfile import serialize
+from codexmem.store.store import Store
 from codexmem.store.yamlio import load_yaml
 
 
@@ -176,6 +179,41 @@ def test_reindex_rebuilds_the_index_from_the_files(tmp_path: Path, capsys: pytes
     assert "reindexed 6 records and 6 events" in out
     assert "notes/note_broken.md: skipped: " in out
     assert index_file.exists()
+
+
+def test_reindex_and_setup_read_each_record_file_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A missing index (a fresh clone, an upgrade) was built twice by ``reindex``: silently when it
+    was opened, then again, drawn. Each file is now read once, and ``setup`` builds a fresh clone's
+    index so that Codex's first call does not."""
+    repo = make_repo(tmp_path / "repo")
+    monkeypatch.chdir(repo)
+    assert run(capsys, "init")[0] == 0
+    store = Store(repo / ".codexmem")
+    session = start_session(store)
+    for i in range(5):
+        write_note(store, session, title=f"note {i}")
+    store.index.close()
+    index_file = store.root / ".cache" / "index.sqlite"
+    loads: list[str] = []
+    real_load = Ingestion._load_file
+
+    def counted(self: Ingestion, conn: Any, rel: str, *args: Any) -> Any:
+        loads.append(rel)
+        return real_load(self, conn, rel, *args)
+
+    monkeypatch.setattr(Ingestion, "_load_file", counted)
+    for command, said in (("reindex", "reindexed 6 records"), ("setup", "index built: 6 record files read")):
+        for suffix in ("", "-wal", "-shm"):
+            Path(str(index_file) + suffix).unlink(missing_ok=True)
+        loads.clear()
+        code, out, err = run(capsys, command)
+        assert (code, err) == (0, "") and said in out, out + err
+        assert len(loads) == len(set(loads)) == 6, sorted(loads)
+    loads.clear()
+    code, out, _err = run(capsys, "setup")
+    assert code == 0 and "index up to date" in out and loads == []
 
 
 # ------------------------------------------------------------------ which store

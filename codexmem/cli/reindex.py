@@ -52,11 +52,9 @@ def run(args: argparse.Namespace) -> int:
     store = open_store(args)
     started = time.perf_counter()
     bars = StageBars(sys.stderr)
-    store.index.on_progress = bars.update
     try:
-        report = store.index.rebuild()
+        report = store.build_index(bars.update, rebuild=True)
     finally:
-        store.index.on_progress = None
         bars.close()
     elapsed = time.perf_counter() - started
     for bad in report.bad:
