@@ -199,6 +199,58 @@ async def test_a_clone_whose_git_ignores_the_store_is_told_at_bootstrap(tmp_path
     assert "WARN_STORE_IGNORED" not in [w["code"] for w in again["warnings"]]
 
 
+async def test_an_absolute_path_inside_the_work_tree_is_stored_relative_and_anchored(tmp_path: Path) -> None:
+    """Agents name files by absolute path (their working folder is absolute): inside the project's
+    work tree such a path is stored as every checkout reads it, and anchored; outside it is refused."""
+    repo = make_repo(tmp_path / "order-web", remote=REMOTE)
+    init_store(repo / ".codexmem", cwd=repo)
+    (repo / "src").mkdir()
+    (repo / "src" / "pay.ts").write_text("export {}\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "code")
+    async with mcp_client(repo / ".codexmem") as client:
+        boot = (await call(client, "memory_bootstrap_session", cwd=str(repo / "src"), task="t"))["data"]
+        where = {"scope": boot["scope"], "session_id": boot["session"]["session_id"]}
+        saved = await call(
+            client,
+            "memory_save_note",
+            **where,
+            type="bugfix",
+            title="Pay retries",
+            content="c",
+            importance=3,
+            file_paths=[f"{repo}/src/pay.ts", f"{repo}/src/../README.md", "src/pay.ts"],
+        )
+        handoff = await call(
+            client,
+            "memory_save_handoff",
+            **where,
+            kind="final",
+            status="open",
+            task="t",
+            summary="s",
+            next_steps=["n"],
+            files_touched=[f"{repo}/src/pay.ts"],
+        )
+        outside = await call(
+            client,
+            "memory_save_note",
+            **where,
+            type="bugfix",
+            title="x",
+            content="c",
+            importance=3,
+            file_paths=[f"{tmp_path}/elsewhere.ts"],
+        )
+    assert saved["ok"], saved
+    assert saved["data"]["note"]["file_paths"] == ["src/pay.ts", "README.md"]
+    note = (repo / ".codexmem" / "notes" / f"{saved['data']['note']['note_id']}.md").read_text()
+    assert str(repo) not in note and "src/pay.ts" in note  # the anchor holds the relative path too
+    assert handoff["data"]["handoff"]["files_touched"] == ["src/pay.ts"]
+    assert outside["error"]["fields"][0]["field"] == "file_paths[0]"
+    assert "must be relative to the repository root" in outside["error"]["message"]
+
+
 async def test_a_clone_whose_merge_driver_is_gone_is_told_at_bootstrap(tmp_path: Path) -> None:
     """An agent may run ``git merge`` itself: a driver registered at a path that is gone (a moved
     checkout) would make it drop a teammate's edits, so the first bootstrap says so, until setup."""

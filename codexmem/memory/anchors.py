@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import posixpath
 import stat
 import subprocess
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,33 @@ def anchor_root(config: StoreConfig, store_root: Path, project_id: str) -> Path 
         if found.has_git and normalize_path(found.root) == root:
             return found.root
     return None
+
+
+def in_work_tree(config: StoreConfig, store_root: Path, project_id: str, paths: Sequence[str]) -> list[str]:
+    """``paths`` with each absolute path inside the project's work tree made relative to it.
+
+    Agents often name a file by its absolute path (their working folder is absolute). A path is
+    only meaningful relative to every checkout, so one inside the work tree is taken as its
+    relative form; any other is left for :func:`~codexmem.memory.text.normalize_paths` to refuse.
+    """
+    if not any(posixpath.isabs(p.strip().replace("\\", "/")) for p in paths):
+        return list(paths)
+    root = anchor_root(config, store_root, project_id)
+    if root is None:
+        return list(paths)
+    bases = {posixpath.normpath(str(root)), posixpath.normpath(os.path.realpath(root))}
+    out = []
+    for raw in paths:
+        path = posixpath.normpath(raw.strip().replace("\\", "/"))
+        found = raw
+        if posixpath.isabs(path):
+            for candidate in (path, posixpath.normpath(os.path.realpath(path))):
+                base = next((b for b in bases if candidate.startswith(b + "/")), None)
+                if base is not None:
+                    found = candidate[len(base) + 1 :]
+                    break
+        out.append(found)
+    return out
 
 
 def make_anchor(root: Path, paths: Iterable[str]) -> dict[str, Any] | None:

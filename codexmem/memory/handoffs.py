@@ -8,6 +8,7 @@ from typing import Any
 
 from codexmem.envelope import require_fits, shorten
 from codexmem.errors import Warnings, invalid_input
+from codexmem.memory.anchors import in_work_tree
 from codexmem.memory.privacy import is_private, not_stored, screen_arguments
 from codexmem.memory.sessions import require_writable_session, write
 from codexmem.memory.text import normalize_paths, normalize_strings, required_text
@@ -74,7 +75,7 @@ def save_handoff(
         "completed": list(completed),
         "open_questions": list(open_questions),
         "risks": list(risks),
-        "files_touched": list(files_touched),
+        "files_touched": in_work_tree(store.config, store.root, scope.project_id, files_touched),
         "related_note_ids": list(related_note_ids),
     }
     at = format_ts(now)

@@ -14,7 +14,7 @@ from typing import Any
 
 from codexmem.envelope import fits
 from codexmem.errors import CodexmemError, Warnings
-from codexmem.memory.anchors import note_anchor
+from codexmem.memory.anchors import in_work_tree, note_anchor
 from codexmem.memory.notes import build_note, note_view, same_in_project
 from codexmem.memory.privacy import is_private, screen_arguments
 from codexmem.memory.sessions import require_writable_session, write
@@ -152,7 +152,7 @@ def save_imported_note(
         "title": title,
         "content": content,
         "tags": list(tags),
-        "file_paths": list(file_paths),
+        "file_paths": in_work_tree(store.config, store.root, scope.project_id, file_paths),
         "external_id": external_id,
         "payload_hash": payload_hash,
     }

@@ -8,7 +8,7 @@ from typing import Any
 
 from codexmem.envelope import require_fits, shorten
 from codexmem.errors import Warnings
-from codexmem.memory.anchors import Staleness, note_anchor
+from codexmem.memory.anchors import Staleness, in_work_tree, note_anchor
 from codexmem.memory.privacy import is_private, not_stored, screen_arguments
 from codexmem.memory.sessions import require_writable_session, write
 from codexmem.memory.text import normalize_paths, normalize_tags, required_text
@@ -68,7 +68,8 @@ def save_note(
     A private note (by ``privacy_intent`` or a tag) is validated, then answered without writing.
     """
     private = is_private(privacy_intent, tags)
-    texts = {"title": title, "content": content, "tags": list(tags), "file_paths": list(file_paths)}
+    paths = in_work_tree(store.config, store.root, scope.project_id, file_paths)
+    texts = {"title": title, "content": content, "tags": list(tags), "file_paths": paths}
 
     def build(t: dict[str, Any]) -> Note:
         return build_note(

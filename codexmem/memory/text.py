@@ -46,8 +46,9 @@ def normalize_strings(items: Iterable[str]) -> list[str]:
 def normalize_paths(paths: Sequence[str], field: str) -> list[str]:
     """Repository-relative paths: ``src\\a.ts``, ``./src/a.ts`` and ``src//a.ts`` all give ``src/a.ts``.
 
-    Absolute paths and paths climbing out of the repository with ``..`` are refused, naming each
-    offending ``field[i]``, because a path is only meaningful relative to every checkout.
+    Absolute paths (the services first make one inside the project's work tree relative:
+    ``anchors.in_work_tree``) and paths climbing out of the repository with ``..`` are refused,
+    naming each offending ``field[i]``, because a path is only meaningful relative to every checkout.
     """
     out: list[str] = []
     bad: list[dict[str, Any]] = []
@@ -56,7 +57,13 @@ def normalize_paths(paths: Sequence[str], field: str) -> list[str]:
         if not path:
             continue
         if path.startswith("/") or _DRIVE.match(path):
-            bad.append({"field": f"{field}[{i}]", "message": "must be relative to the repository root"})
+            bad.append(
+                {
+                    "field": f"{field}[{i}]",
+                    "message": "must be relative to the repository root (an absolute path is taken only inside the "
+                    "project's work tree)",
+                }
+            )
             continue
         clean = posixpath.normpath(path)
         if clean == ".." or clean.startswith("../"):
