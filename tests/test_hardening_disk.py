@@ -15,6 +15,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import re
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -46,6 +47,8 @@ from codexmem.store.layout import NOTE
 from codexmem.store.store import Store
 
 REFUSED = ("ERR_WRITE_FAILED", "ERR_STORAGE_UNAVAILABLE")
+WHERE = re.compile(r"could not write to the store \((?:notes|handoffs|sessions|imports|channels|events)/[^)]*\): ")
+"""A refused write names the store's file or folder it failed on."""
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs or a read-only bind needs root")
 
 Call = Callable[..., dict[str, Any]]
@@ -203,6 +206,9 @@ def test_a_full_disk_refuses_writes_cleanly_and_keeps_answering_reads(tmp_path: 
                         if code in ("ERR_VERSION_CONFLICT", "ERR_INVALID_STATE"):
                             continue  # a note resolved twice: refused for what it asks, not for space
                         assert code in REFUSED, (name, answer)
+                        if code == "ERR_WRITE_FAILED":  # it names what it could not write
+                            said = answer["error"]["message"]
+                            assert WHERE.match(said), (name, said)
                         refused[name] = refused.get(name, 0) + 1
                 # Reads keep answering on a full disk.
                 for tool, answer in reads(call, s).items():

@@ -27,6 +27,13 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
+def name_failure(exc: BaseException, path: Path) -> None:
+    """A write or fsync on a descriptor fails naming no file: name the one it was writing, so the
+    error a person reads says where (``Store._where``)."""
+    if isinstance(exc, OSError) and exc.filename is None:
+        exc.filename = str(path)
+
+
 def write_temp(path: Path, data: bytes) -> Path:
     """Write ``data`` to a fresh temporary file beside ``path`` and fsync it; return its path.
 
@@ -43,10 +50,11 @@ def write_temp(path: Path, data: bytes) -> Path:
     try:
         write_all(fd, data)
         os.fsync(fd)
-    except BaseException:
+    except BaseException as exc:
         os.close(fd)
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        name_failure(exc, tmp)
         raise
     os.close(fd)
     return tmp
@@ -87,7 +95,7 @@ def write_spare(spare: Path, data: bytes) -> bool:
 
 def atomic_write(path: Path, data: bytes, *, spare: Path | None = None) -> None:
     """Temporary file (the ``spare`` when there is one), fsync, rename over ``path``, fsync the directory."""
-    if spare is not None and write_spare(spare, data):
+    if spare is not None and _spared(spare, path, data):
         try:
             os.replace(spare, path)
         except OSError:
@@ -106,6 +114,16 @@ def atomic_write(path: Path, data: bytes, *, spare: Path | None = None) -> None:
             os.unlink(tmp)
         raise
     fsync_dir(path.parent)
+
+
+def _spared(spare: Path, path: Path, data: bytes) -> bool:
+    """:func:`write_spare`, its failure named after ``path``: the spare lives in ``.cache``, and the
+    record is what could not be written."""
+    try:
+        return write_spare(spare, data)
+    except OSError as exc:
+        name_failure(exc, path)
+        raise
 
 
 def set_aside(replaced: Path, spare: Path | None) -> None:
@@ -138,10 +156,11 @@ def append_line(path: Path, line: bytes) -> int:
         try:
             write_all(fd, line)
             os.fsync(fd)
-        except OSError:
+        except OSError as exc:
             # A full disk can take part of the line: cut it off at once, leaving the shard as it was.
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, size)
+            name_failure(exc, path)
             raise
         size = os.fstat(fd).st_size
     finally:

@@ -546,6 +546,18 @@ class Store:
             if txn._staged:
                 self._apply(txn, index)
 
+    def _where(self, exc: OSError) -> str:
+        """`` (notes/)``: the store's file or folder a write failed on (a temporary file's folder),
+        so a person knows what to look at; nothing when the error names no path in the store."""
+        name = exc.filename
+        if not isinstance(name, str) or not Path(name).is_relative_to(self.root):
+            return ""
+        path = Path(name)
+        if path.name.startswith("."):  # a temporary file beside the target: its folder is what to fix
+            path = path.parent
+        rel = path.relative_to(self.root).as_posix()
+        return f" ({rel}/)" if path.is_dir() else f" ({rel})"
+
     def _apply(self, txn: Transaction, index: Index) -> None:
         staged = txn._staged
         files = [s for s in staged if s.write]
@@ -566,7 +578,9 @@ class Store:
             size = append_line(self.layout.events / rel, lines) if lines else 0
         except OSError as exc:
             _undo(kept, journal)
-            raise CodexmemError("ERR_WRITE_FAILED", f"could not write to the store: {exc.strerror or exc}") from None
+            raise CodexmemError(
+                "ERR_WRITE_FAILED", f"could not write to the store{self._where(exc)}: {exc.strerror or exc}"
+            ) from None
         # Logged: the change is committed (a journal left behind is finished by the next writer).
         if journal is not None:
             with contextlib.suppress(OSError):
