@@ -216,6 +216,20 @@ def test_reindex_and_setup_read_each_record_file_once(
     assert code == 0 and "index up to date" in out and loads == []
 
 
+def test_init_refuses_a_store_inside_the_git_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Nothing under ``.git`` is ever committed: a store there would be memory no teammate sees."""
+    repo = make_repo(tmp_path / "repo")
+    monkeypatch.chdir(repo / ".git")
+    before = sorted(p.name for p in (repo / ".git").iterdir())
+    for store in ("mem", str(repo / ".git" / "worktrees" / "x" / "mem")):
+        code, out, err = run(capsys, "init", "--store", store)
+        assert code == 2 and out == "", out
+        assert "it is inside a .git folder, where git keeps its own state and nothing is committed" in err, err
+    assert sorted(p.name for p in (repo / ".git").iterdir()) == before
+
+
 # ------------------------------------------------------------------ which store
 
 

@@ -22,6 +22,7 @@ from codexmem.store.gitread import run_git
 from codexmem.store.gitsetup import ATTRIBUTES_COMMENT, STORE_ATTRIBUTES, register_driver
 from codexmem.store.ids import project_identity_key, scope_id, system_identity
 from codexmem.store.layout import CONFIG_FILE
+from codexmem.store.placement import misplaced
 from codexmem.store.yamlio import dump_yaml
 
 GITIGNORE = ".gitignore"
@@ -91,6 +92,13 @@ def init_store(
     if (path / CONFIG_FILE).exists():
         raise CodexmemError("ERR_INVALID_STATE", f"a store already exists at {path}; init never overwrites one")
     _refuse_foreign_folder(path)
+    inside = misplaced(path, None, holds_files=False)
+    if inside is not None:  # git's own state: nothing there is ever committed
+        raise CodexmemError(
+            "ERR_INVALID_INPUT",
+            f"{path}: {inside}, where git keeps its own state and nothing is committed: give a folder of the "
+            "work tree, such as .codexmem at the repository's root (the default)",
+        )
 
     repo = discover_repository(path)
     in_repo = repo.has_git and not shared
