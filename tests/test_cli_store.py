@@ -164,15 +164,25 @@ def test_a_newer_format_is_refused_with_a_clear_message(tmp_path: Path, capsys: 
 # ------------------------------------------------------------------ reindex
 
 
-def test_reindex_rebuilds_the_index_from_the_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    store = new_store(tmp_path / "store")
+def noted_without_index(store: Store) -> Path:
+    """Five notes saved in a session, then the index deleted (a fresh clone, an upgrade): its path."""
     session = start_session(store)
     for i in range(5):
         write_note(store, session, title=f"note {i}")
     store.index.close()
     index_file = store.root / ".cache" / "index.sqlite"
+    drop_index(index_file)
+    return index_file
+
+
+def drop_index(index_file: Path) -> None:
     for suffix in ("", "-wal", "-shm"):
         Path(str(index_file) + suffix).unlink(missing_ok=True)
+
+
+def test_reindex_rebuilds_the_index_from_the_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = new_store(tmp_path / "store")
+    index_file = noted_without_index(store)
     (store.root / "notes" / "note_broken.md").write_text("not a record\n")
     code, out, err = run(capsys, "reindex", "--store", str(store.root))
     assert (code, err) == (0, "")
@@ -190,12 +200,7 @@ def test_reindex_and_setup_read_each_record_file_once(
     repo = make_repo(tmp_path / "repo")
     monkeypatch.chdir(repo)
     assert run(capsys, "init")[0] == 0
-    store = Store(repo / ".codexmem")
-    session = start_session(store)
-    for i in range(5):
-        write_note(store, session, title=f"note {i}")
-    store.index.close()
-    index_file = store.root / ".cache" / "index.sqlite"
+    index_file = noted_without_index(Store(repo / ".codexmem"))
     loads: list[str] = []
     real_load = Ingestion._load_file
 
@@ -205,8 +210,7 @@ def test_reindex_and_setup_read_each_record_file_once(
 
     monkeypatch.setattr(Ingestion, "_load_file", counted)
     for command, said in (("reindex", "reindexed 6 records"), ("setup", "index built: 6 record files read")):
-        for suffix in ("", "-wal", "-shm"):
-            Path(str(index_file) + suffix).unlink(missing_ok=True)
+        drop_index(index_file)
         loads.clear()
         code, out, err = run(capsys, command)
         assert (code, err) == (0, "") and said in out, out + err

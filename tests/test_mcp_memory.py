@@ -178,25 +178,34 @@ async def test_a_second_clone_falls_back_to_the_projects_open_handoff(
     assert [n["title"] for n in other["recent_notes"]] == ["Backend enum is canonical"]
 
 
-async def test_a_clone_whose_git_ignores_the_store_is_told_at_bootstrap(tmp_path: Path) -> None:
-    """A teammate's clone with ``.*`` in its own excludes: the committed store's tracked files are
-    there, but every new note would be ignored. The first bootstrap says so and names the fix;
-    after ``codexmem setup``, a new server's bootstrap says nothing."""
+@pytest.mark.parametrize("problem", ["store ignored", "merge driver gone"])
+async def test_a_clone_problem_is_told_at_bootstrap_until_setup(tmp_path: Path, problem: str) -> None:
+    """A teammate's clone that ignores the store (``.*`` in its own excludes: every new note would
+    be ignored), or whose merge driver points at a program that is gone (a moved checkout: an agent's
+    ``git merge`` would drop edits). The first bootstrap says so and names the fix; after ``codexmem
+    setup``, a new server's bootstrap says nothing."""
     repo = make_repo(tmp_path / "order-web", remote=REMOTE)
     init_store(repo / ".codexmem", cwd=repo)
-    (repo / ".git" / "info").mkdir(exist_ok=True)
-    (repo / ".git" / "info" / "exclude").write_text(".*\n")  # this clone's rule, not the repository's
-    ignored_in_clone.cache_clear()  # a new server process
+    if problem == "store ignored":
+        (repo / ".git" / "info").mkdir(exist_ok=True)
+        (repo / ".git" / "info" / "exclude").write_text(".*\n")  # this clone's rule, not the repository's
+        code, start = "WARN_STORE_IGNORED", "git in this clone ignores new files of the memory store by the rule `.*`"
+    else:
+        gone = f"{tmp_path}/moved/.venv/bin/python"
+        git(repo, "config", "merge.codexmem.driver", f"{gone} -m codexmem merge-file %O %A %B %P")
+        code, start = "WARN_MERGE_DRIVER_BROKEN", f"the merge driver registered in this clone runs {gone}, which is not"
+    for asked_once in (ignored_in_clone, driver_problem_in_clone):
+        asked_once.cache_clear()  # a new server process
     async with mcp_client(repo / ".codexmem") as client:
         boot = await call(client, "memory_bootstrap_session", cwd=str(repo), task="t")
-    [said] = [w["message"] for w in boot["warnings"] if w["code"] == "WARN_STORE_IGNORED"]
-    assert said.startswith("git in this clone ignores new files of the memory store by the rule `.*`")
-    assert "`codexmem setup`" in said
+    [said] = [w["message"] for w in boot["warnings"] if w["code"] == code]
+    assert said.startswith(start) and "`codexmem setup`" in said, said
     assert main(["--store", str(repo / ".codexmem"), "setup"]) == 0
-    ignored_in_clone.cache_clear()  # the next server process
+    for asked_once in (ignored_in_clone, driver_problem_in_clone):
+        asked_once.cache_clear()  # the next server process
     async with mcp_client(repo / ".codexmem") as client:
         again = await call(client, "memory_bootstrap_session", cwd=str(repo), task="t")
-    assert "WARN_STORE_IGNORED" not in [w["code"] for w in again["warnings"]]
+    assert code not in [w["code"] for w in again["warnings"]]
 
 
 async def test_an_absolute_path_inside_the_work_tree_is_stored_relative_and_anchored(tmp_path: Path) -> None:
@@ -249,29 +258,6 @@ async def test_an_absolute_path_inside_the_work_tree_is_stored_relative_and_anch
     assert handoff["data"]["handoff"]["files_touched"] == ["src/pay.ts"]
     assert outside["error"]["fields"][0]["field"] == "file_paths[0]"
     assert "must be relative to the repository root" in outside["error"]["message"]
-
-
-async def test_a_clone_whose_merge_driver_is_gone_is_told_at_bootstrap(tmp_path: Path) -> None:
-    """An agent may run ``git merge`` itself: a driver registered at a path that is gone (a moved
-    checkout) would make it drop a teammate's edits, so the first bootstrap says so, until setup."""
-    repo = make_repo(tmp_path / "order-web", remote=REMOTE)
-    init_store(repo / ".codexmem", cwd=repo)
-    git(
-        repo, "config", "merge.codexmem.driver", f"{tmp_path}/moved/.venv/bin/python -m codexmem merge-file %O %A %B %P"
-    )
-    driver_problem_in_clone.cache_clear()  # a new server process
-    async with mcp_client(repo / ".codexmem") as client:
-        boot = await call(client, "memory_bootstrap_session", cwd=str(repo), task="t")
-    [said] = [w["message"] for w in boot["warnings"] if w["code"] == "WARN_MERGE_DRIVER_BROKEN"]
-    assert said.startswith(
-        f"the merge driver registered in this clone runs {tmp_path}/moved/.venv/bin/python, which is not there"
-    )
-    assert "`codexmem setup`" in said
-    assert main(["--store", str(repo / ".codexmem"), "setup"]) == 0
-    driver_problem_in_clone.cache_clear()  # the next server process
-    async with mcp_client(repo / ".codexmem") as client:
-        again = await call(client, "memory_bootstrap_session", cwd=str(repo), task="t")
-    assert "WARN_MERGE_DRIVER_BROKEN" not in [w["code"] for w in again["warnings"]]
 
 
 async def test_an_abandoned_session_is_recovered_by_the_next_bootstrap(store_path: Path, web: Path) -> None:
