@@ -187,7 +187,7 @@ def test_reindex_rebuilds_the_index_from_the_files(tmp_path: Path, capsys: pytes
     code, out, err = run(capsys, "reindex", "--store", str(store.root))
     assert (code, err) == (0, "")
     assert "reindexed 6 records and 6 events" in out
-    assert "notes/note_broken.md: skipped: " in out
+    assert out.count("notes/note_broken.md: skipped: ") == 1, out  # once, though it is read twice (racy)
     assert index_file.exists()
 
 

@@ -55,4 +55,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"index built: {count(report.parsed, 'record file')} read in {took:.2f} s")
     else:
         print(f"index up to date ({took:.2f} s)")
+    if report.bad:
+        left = count(len(report.bad), "file")
+        print(f"left out of the index, unreadable: {left} of the store (`codexmem check` says why)")
     return 0

@@ -116,7 +116,8 @@ class Ingestion(IndexConnection):
             )
             if racy(st.st_mtime_ns):
                 conn.execute("INSERT OR IGNORE INTO recheck(path) VALUES (?)", (rel,))
-            report.bad.append(BadFile(rel, problem or "unreadable"))
+            # A racy file is read again by the same full scan (``_recheck``): said once, as last read.
+            report.bad = [b for b in report.bad if b.path != rel] + [BadFile(rel, problem or "unreadable")]
             return
         kind, rid, channel = ident
         conn.execute("DELETE FROM bad_files WHERE path=?", (rel,))
