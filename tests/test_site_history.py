@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import re
+import shutil
 from pathlib import Path
 
 from merge_fixtures import Repo, new_repo
@@ -104,3 +105,28 @@ def test_word_diff_keeps_the_changed_words_and_the_ends_of_long_unchanged_runs()
     assert "…" in middle and middle.startswith(" w0 w1") and middle.rstrip().endswith("w38 w39")
     assert (parts[3]["text"], parts[4]["text"]) == ("omega", "omega!")
     assert word_diff("same text", "same text") == [{"op": "eq", "text": "same text"}]
+
+
+def site_files(out: Path) -> dict[str, bytes]:
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+
+
+def test_after_a_branch_switch_the_site_shows_only_the_events_the_files_hold(tmp_path: Path) -> None:
+    """The index remembers events of a shard that went away (a checkout of another branch), for
+    pollers; the site is built from the files checked out: the same as a build with no cache."""
+    repo = new_repo(tmp_path / "shop")
+    bug = repo.item(title="Totals off")
+    repo.commit("a bug")
+    repo.branch("feat")
+    repo.edit(bug, status="triaged")
+    repo.commit("triaged on feat")
+    out = tmp_path / "site"
+    build_site(repo.store(), out, search=False)
+    assert "Status : New → Triaged" in " ".join(rows(out / "channels" / "bugs" / bug / "index.html"))
+    repo.checkout("main")
+    build_site(repo.store(), out, search=False)  # the index has seen feat's shard, now gone
+    shutil.rmtree(repo.store_root / ".cache")
+    fresh = tmp_path / "fresh"
+    build_site(repo.store(), fresh, search=False)
+    assert site_files(out) == site_files(fresh)
+    assert "Triaged" not in " ".join(rows(out / "channels" / "bugs" / bug / "index.html"))

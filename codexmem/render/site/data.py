@@ -163,7 +163,7 @@ def load(store: Store, index: Index, *, now: datetime | None = None, cached: boo
         for s in schemas
     }
     events = sorted(
-        (_plain_event(e) for e in index.events_after(0, limit=ALL_EVENTS)),
+        (_plain_event(e) for e in index.events_after(0, limit=ALL_EVENTS, present=True)),
         key=lambda e: (e["at"], e["event_id"]),
         reverse=True,
     )

@@ -355,11 +355,17 @@ class Queries(IndexConnection):
             return None
         return public % SEQ_FACTOR
 
-    def events_after(self, local: int, *, channel: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+    def events_after(
+        self, local: int, *, channel: str | None = None, limit: int = 100, present: bool = False
+    ) -> list[dict[str, Any]]:
+        """Events after ``local``, in order. A poller gets those of shards gone since too (nothing it
+        was told is taken back); ``present`` keeps only the events the work tree's files hold now."""
         sql = (
             "SELECT seq, event_id, at, actor, kind, id, channel, type, version, changed, author FROM events"
             " WHERE seq > ?"
         )
+        if present:
+            sql += " AND present = 1"
         params: list[Any] = [local]
         if channel is not None:
             sql += " AND channel = ?"
