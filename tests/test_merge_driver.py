@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import venv
 from pathlib import Path
 
 import pytest
@@ -195,3 +196,17 @@ def test_a_driver_whose_interpreter_is_gone_is_said_and_resolve_drops_no_edit(re
     repo.git("commit", "-q", "--no-edit")
     code, out, err = cli("check", "--store", store)
     assert code == 0 and "0 errors, 0 warnings" in out and errors(repo.check()) == [], out
+
+
+def test_a_driver_whose_interpreter_lacks_codexmem_is_said(repo: Repo, tmp_path: Path) -> None:
+    """An interpreter that is there but has no codexmem (a virtual environment it was removed
+    from) fails the merge the same way; the interpreter running now is never started to ask."""
+    bare = tmp_path / "bare-venv"
+    venv.create(bare, with_pip=False)
+    python = bare / "bin" / "python"
+    repo.git("config", "merge.codexmem.driver", f"{python} -m codexmem merge-file %O %A %B %P")
+    code, out, _err = cli("check", "--store", str(repo.store_root))
+    assert code == 0 and f"runs {python}, which cannot import codexmem" in out, out
+    repo.git("config", "merge.codexmem.driver", f"{python} -m other %O %A %B %P")  # not ours: not started
+    code, out, _err = cli("check", "--store", str(repo.store_root))
+    assert code == 0 and "merge driver" not in out, out

@@ -25,19 +25,19 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from codexmem.cli.common import open_store
     from codexmem.errors import CodexmemError
-    from codexmem.store.gitsetup import driver_problem, missing_driver, unmerged_records
+    from codexmem.store.gitsetup import broken_driver, driver_problem, unmerged_records
     from codexmem.store.resolve import resolve
 
     store = open_store(args)
-    missing = missing_driver(store.root)
-    if missing is not None:  # said first: a conflict the driver could not merge holds one side only
+    why = broken_driver(store.root)
+    if why is not None:  # said first: a conflict the driver could not merge holds one side only
         unmerged = unmerged_records(store.root)
         if unmerged:  # recorded as they are, the other branch's edits would be dropped for good
             shown = " ".join(unmerged[:MAX_SHOWN]) + (" …" if len(unmerged) > MAX_SHOWN else "")
             raise CodexmemError(
                 "ERR_INVALID_STATE",
-                f"the merge driver registered in this clone runs {missing}, which is not there, so git could not "
-                f"merge {len(unmerged)} record file(s): each holds only this branch's side, with no markers, and "
+                f"the merge driver registered in this clone {why}, so git could not merge {len(unmerged)} record "
+                "file(s): each holds only this branch's side, with no markers, and "
                 "nothing was recorded. Run `codexmem setup`, then, at the repository's root, "
                 f"`git checkout -m -- {shown}` merges them again with the driver (dropping any edit made to them "
                 "since); then settle what conflicts and run resolve",

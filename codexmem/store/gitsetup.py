@@ -61,39 +61,54 @@ def register_driver(store_root: Path) -> bool:
     return True
 
 
-def missing_driver(store_root: Path) -> str | None:
-    """The program of the merge driver registered in this clone when it is not there (None: it is,
-    or no driver is registered, and git merges records as text).
+def broken_driver(store_root: Path) -> str | None:
+    """What is wrong with the merge driver registered in this clone, as ``runs X, which ...``
+    (None: it can run, or no driver is registered, and git merges records as text).
 
     It is registered with an absolute interpreter path, which a moved checkout, a rebuilt virtual
-    environment or a container sharing the clone leaves pointing at nothing. Git then cannot run
-    it and stops at each record both branches changed with a conflict whose file holds only this
-    branch's side, with no markers: one ``git add`` (or ``codexmem resolve``) drops the other's edits.
+    environment or a container sharing the clone leaves pointing at nothing, and that interpreter
+    may no longer have codexmem. Git then cannot run it and stops at each record both branches
+    changed with a conflict whose file holds only this branch's side, with no markers: one ``git
+    add`` (or ``codexmem resolve``) drops the other's edits. The import is tried only for another
+    interpreter than this one (a process start, about 50 ms), never for the one running now.
     """
-    if not discover_repository(store_root).has_git:
+    repo = discover_repository(store_root)
+    if not repo.has_git:
         return None
     command = (run_git(store_root, ["config", "--get", f"merge.{DRIVER}.driver"]) or b"").decode("utf-8", "replace")
     try:
-        program = shlex.split(command)[0] if command.strip() else None
+        words = shlex.split(command)
     except ValueError:  # unbalanced quotes: git's shell cannot run it either
-        program = command.strip()
-    if program is None:
+        words = [command.strip()]
+    if not words or not words[0]:
         return None
+    program = words[0]
     found = program if os.path.isabs(program) else shutil.which(program)
-    if found is not None and os.path.isfile(found) and os.access(found, os.X_OK):
-        return None
-    return program
+    if found is None or not os.path.isfile(found) or not os.access(found, os.X_OK):
+        return f"runs {program}, which is not there"
+    ours = words[1:4] == ["-m", "codexmem", "merge-file"]  # the command init and setup register
+    # Not resolved: a virtual environment's python is a link to the interpreter it was made from.
+    if ours and os.path.abspath(found) != os.path.abspath(sys.executable):
+        try:
+            done = subprocess.run(  # where git runs it: the work tree's root
+                [found, "-c", "import codexmem"], cwd=repo.root, capture_output=True, timeout=30, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return f"runs {program}, which does not start"
+        if done.returncode != 0:
+            return f"runs {program}, which cannot import codexmem"
+    return None
 
 
 def driver_problem(store_root: Path) -> str | None:
-    """:func:`missing_driver` said for a person, with the fix (None: nothing to say)."""
-    program = missing_driver(store_root)
-    if program is None:
+    """:func:`broken_driver` said for a person, with the fix (None: nothing to say)."""
+    why = broken_driver(store_root)
+    if why is None:
         return None
     return (
-        f"the merge driver registered in this clone runs {program}, which is not there (a moved checkout or a "
-        "rebuilt virtual environment?): git stops at each record both branches changed with a conflict whose "
-        "file holds only this branch's side, with no markers; run `codexmem setup` to register it again"
+        f"the merge driver registered in this clone {why} (a moved checkout or a rebuilt virtual environment?): "
+        "git stops at each record both branches changed with a conflict whose file holds only this branch's "
+        "side, with no markers; run `codexmem setup` to register it again"
     )
 
 
