@@ -70,7 +70,7 @@ def broken_driver(store_root: Path) -> str | None:
     may no longer have codexmem. Git then cannot run it and stops at each record both branches
     changed with a conflict whose file holds only this branch's side, with no markers: one ``git
     add`` (or ``codexmem resolve``) drops the other's edits. The import is tried only for another
-    interpreter than this one (a process start, about 50 ms), never for the one running now.
+    interpreter than this one (a process start, about 16 ms here), never for the one running now.
     """
     repo = discover_repository(store_root)
     if not repo.has_git:
