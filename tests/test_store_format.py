@@ -18,9 +18,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
-from store_fixtures import ACTOR, new_store, note_model, start_session
+from store_fixtures import ACTOR, new_store, note_model, start_session, write_note
 from ulid import ULID
 
+from codexmem.check import check_store
 from codexmem.errors import CodexmemError
 from codexmem.models.records import (
     HANDOFF_KINDS,
@@ -444,6 +445,21 @@ def test_markdown_body_keeps_dashes_code_and_trailing_newlines() -> None:
     assert "- '1e5'\n" in text
     assert text.endswith("---\n" + content + "\n")
     _round_trip(NOTE, note)
+
+
+def test_a_heading_underlined_with_seven_equals_is_content_not_a_conflict(tmp_path: Path) -> None:
+    """``=======`` alone is Markdown's heading underline: a note holding one failed ``check`` as a
+    file with conflict markers. A hunk git leaves (``<<<<<<<`` ... ``>>>>>>>``) is still refused."""
+    store = new_store(tmp_path / "store")
+    content = "Retry policy\n=======\n\nThree tries, then give up.\n"
+    note_id = write_note(store, start_session(store), title="retry", content=content)
+    assert check_store(store.root).errors == []
+    raw = (store.root / "notes" / f"{note_id}.md").read_bytes()
+    assert parse(NOTE, raw, source="n")["content"] == content
+    conflicted = raw.replace(b"Three tries", b"<<<<<<< ours\nThree tries\n=======\nFour tries\n>>>>>>> theirs\n")
+    with pytest.raises(YamlError, match="merge conflict markers"):
+        parse(NOTE, conflicted, source="n")
+    store.index.close()
 
 
 # ------------------------------------------------------------------ hostile YAML

@@ -319,7 +319,9 @@ def parse(kind: Kind, raw: bytes, *, source: str) -> dict[str, Any]:
     return data
 
 
-CONFLICT_MARKER = re.compile(r"^(?:<{7}|={7}|>{7})(?: |$)", re.M)
+CONFLICT_MARKER = re.compile(r"^(?:<{7}|>{7})(?: |\r?$)", re.M)
+"""The lines that open and close every hunk git leaves. Its middle line, ``=======``, is not one:
+alone it is Markdown's underline of a heading, and a note with one failed ``check`` as conflicted."""
 CONFLICT_MESSAGE = (
     "merge conflict markers (<<<<<<<, =======, >>>>>>>) are left in the file: keep the value you want "
     "for each field, delete the markers, then run `codexmem resolve` to record the resolution"
