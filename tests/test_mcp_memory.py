@@ -178,6 +178,17 @@ async def test_a_second_clone_falls_back_to_the_projects_open_handoff(
     assert [n["title"] for n in other["recent_notes"]] == ["Backend enum is canonical"]
 
 
+async def test_an_unpaired_surrogate_in_any_argument_is_refused_naming_it(store_path: Path, web: Path) -> None:
+    """The wire refuses such a line (mcp.inbound); an in-process call reached the YAML writer and
+    answered an internal error (found by the escape fuzz: a scope's branch_name of "\\ud800")."""
+    async with mcp_client(store_path) as client:
+        boot = (await call(client, "memory_bootstrap_session", cwd=str(web)))["data"]
+        answer = await call(client, "memory_start_session", scope={**boot["scope"], "branch_name": "\ud800"}, task="")
+    assert answer["error"]["code"] == "ERR_INVALID_INPUT", answer
+    assert [f["field"] for f in answer["error"]["fields"]] == ["(arguments)"]
+    assert "unpaired UTF-16 surrogate" in answer["error"]["message"]
+
+
 @pytest.mark.parametrize("problem", ["store ignored", "merge driver gone"])
 async def test_a_clone_problem_is_told_at_bootstrap_until_setup(tmp_path: Path, problem: str) -> None:
     """A teammate's clone that ignores the store (``.*`` in its own excludes: every new note would

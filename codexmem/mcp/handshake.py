@@ -113,10 +113,12 @@ def _parse(line: bytes) -> dict[str, Any] | None:
         value = json.loads(line.decode("utf-8"), object_pairs_hook=_unique_keys, parse_constant=_no_constant)
     except (ValueError, RecursionError):
         return None
-    return value if isinstance(value, dict) and not _lone_surrogate(value) else None
+    return value if isinstance(value, dict) and not has_lone_surrogate(value) else None
 
 
-def _lone_surrogate(value: Any) -> bool:
+def has_lone_surrogate(value: Any) -> bool:
+    """Whether a string anywhere in ``value`` (keys too) holds an unpaired UTF-16 surrogate: JSON can
+    carry one, but no UTF-8 file, answer or log line can."""
     stack = [value]
     while stack:
         item = stack.pop()

@@ -26,6 +26,8 @@ import anyio
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 
+from codexmem.mcp.handshake import has_lone_surrogate
+
 log = logging.getLogger("codexmem")
 
 UNREADABLE = "codexmem/unreadable"
@@ -209,16 +211,8 @@ def _unreadable_value(data: Any) -> str:
     """Why a message of the right shape was still refused: what in it JSON-RPC text cannot carry."""
     if _depth_over(data, MAX_ARGUMENT_DEPTH):
         return f"the request is nested more than {MAX_ARGUMENT_DEPTH} levels deep"
-    stack = [data]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, str) and _SURROGATE.search(item):
-            return "a string holds an unpaired UTF-16 surrogate (\\ud800-\\udfff): send valid Unicode text"
+    if has_lone_surrogate(data):
+        return "a string holds an unpaired UTF-16 surrogate (\\ud800-\\udfff): send valid Unicode text"
     return "not a JSON-RPC 2.0 request the server can read"
 
 
@@ -241,7 +235,6 @@ def _usable_id(value: Any) -> int | str | None:
 
 # ------------------------------------------------------------------ an id from the start of a line
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _STRUCTURE = re.compile(r'["{}\[\]]')
 _SCALAR_END = re.compile(r"[,}\]\s]")
 _DECODER = json.JSONDecoder()

@@ -22,7 +22,7 @@ from mcp.server.lowlevel import Server
 from codexmem import __version__
 from codexmem.envelope import MAX_ANSWER_BYTES, compact, fail, ok
 from codexmem.errors import CodexmemError, ErrorCode, Warnings
-from codexmem.mcp.handshake import INSTRUCTIONS, SERVER_NAME, TOOLS_LIST_FILE, Handover
+from codexmem.mcp.handshake import INSTRUCTIONS, SERVER_NAME, TOOLS_LIST_FILE, Handover, has_lone_surrogate
 from codexmem.mcp.inbound import MAX_ARGUMENT_DEPTH as MAX_ARGUMENT_DEPTH  # the depth tests name
 from codexmem.mcp.inbound import UNREADABLE, AnswerEveryLine
 from codexmem.mcp.registry import ToolSpec, parse_arguments
@@ -66,6 +66,17 @@ def tool_definition(spec: ToolSpec) -> types.Tool:
     )
 
 
+SURROGATE_MESSAGE = "an argument holds an unpaired UTF-16 surrogate (\\ud800-\\udfff): send valid Unicode text"
+
+
+def _surrogate_error() -> CodexmemError:
+    """Arguments no UTF-8 file or answer can hold. In-process calls reach :func:`call` unread by
+    ``mcp.inbound``, which refuses such lines on the wire."""
+    return CodexmemError(
+        "ERR_INVALID_INPUT", SURROGATE_MESSAGE, fields=[{"field": "(arguments)", "message": SURROGATE_MESSAGE}]
+    )
+
+
 def call(state: ServerState, spec: ToolSpec | None, name: str, arguments: dict[str, Any] | None) -> dict[str, Any]:
     """Run one tool call to an envelope. Never raises: a bug is reported as an envelope too."""
     warnings = Warnings()
@@ -76,6 +87,8 @@ def call(state: ServerState, spec: ToolSpec | None, name: str, arguments: dict[s
                 f"unknown tool {name[:80]!r}",
                 fields=[{"field": "name", "message": "unknown tool"}],
             )
+        if arguments is not None and has_lone_surrogate(arguments):  # refused on the wire too (mcp.inbound)
+            raise _surrogate_error()
         args = parse_arguments(spec, arguments)
         envelope = ok(spec.handler(state, args, warnings), warnings)
     except CodexmemError as exc:
@@ -90,9 +103,7 @@ def call(state: ServerState, spec: ToolSpec | None, name: str, arguments: dict[s
         size = len(compact(envelope).encode("utf-8"))
     except UnicodeEncodeError:  # an unpaired surrogate echoed from the arguments: not JSON-RPC text
         log.error("tool %s answer is not valid Unicode", name)
-        message = "an argument holds an unpaired UTF-16 surrogate (\\ud800-\\udfff): send valid Unicode text"
-        error = CodexmemError("ERR_INVALID_INPUT", message, fields=[{"field": "(arguments)", "message": message}])
-        envelope = fail(error)
+        envelope = fail(_surrogate_error())
         size = 0
     if size > MAX_ANSWER_BYTES:
         log.error("tool %s answer over budget", name)
