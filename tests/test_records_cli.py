@@ -130,3 +130,27 @@ def test_cli_changes_pass_check(tmp_path: Path) -> None:
     done = run_cli("check", "--store", str(store))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "2 items" in done.stdout and "0 errors" in done.stdout
+
+
+def test_items_rm_refuses_an_item_another_item_relates_to(tmp_path: Path) -> None:
+    store, ids = bugs_store(tmp_path / "s", 2)
+    schema = {
+        "name": "Duplicates",
+        "fields": [
+            {"key": "title", "label": "Title", "type": "text"},
+            {"key": "bugs", "label": "Bugs", "type": "relation", "config": {"channel": "bugs"}},
+        ],
+    }
+    dup = service.add_channel(Store(store), "dups", schema, actor=cli_actor(), now=utcnow())
+    assert dup.record_channel_id == "dups"
+    item = service.create_item(Store(store), "dups", {"title": "x", "bugs": ids}, actor=cli_actor(), now=utcnow())
+    done = run_cli("items", "rm", "bugs", ids[0], "--store", str(store))
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"codexmem: error: item {ids[0]} is named by values.bugs of {item['id']} in dups:")
+    assert "remove it from there first" in done.stderr and "Traceback" not in done.stderr
+    assert (store / "channels/bugs/items" / f"{ids[0]}.yaml").exists()
+    edit = ["items", "edit", "dups", item["id"], "--json", f'{{"bugs": ["{ids[1]}"]}}', "--store", str(store)]
+    assert run_cli(*edit).returncode == 0
+    assert run_cli("items", "rm", "bugs", ids[0], "--store", str(store)).returncode == 0
+    done = run_cli("check", "--store", str(store))
+    assert done.returncode == 0 and "0 errors" in done.stdout, done.stdout

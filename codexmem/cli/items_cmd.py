@@ -7,6 +7,7 @@ logged exactly like an agent's (actor ``cli:<user>``) and shows up in ``poll_res
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from codexmem.cli.common import positive_int
@@ -114,6 +115,7 @@ def run_add(args: argparse.Namespace) -> int:
 def run_edit(args: argparse.Namespace) -> int:
     from codexmem.cli.common import open_store
     from codexmem.records import service
+    from codexmem.records.fields import outdated_message
     from codexmem.store.store import cli_actor
     from codexmem.timeutil import utcnow
 
@@ -128,6 +130,8 @@ def run_edit(args: argparse.Namespace) -> int:
         now=utcnow(),
     )
     version = result.answer["item"]["version"]
+    if result.outdated:
+        print(f"codexmem: warning: {outdated_message(result.outdated)}", file=sys.stderr)
     if result.unchanged:
         print(f"nothing changed: those are the stored values; {args.item_id} stays at version {version}")
     else:

@@ -53,7 +53,8 @@ class EditItemInput(ToolInput):
     record_channel_id: ChannelId
     item_id: ItemId
     values: dict[str, Any] = Field(
-        description="Field key -> new value, only the fields to change; null clears an optional field"
+        description="Field key -> new value, only the fields to change; null clears an optional field "
+        "(or drops one the schema no longer has)"
     )
     expected_version: int = Field(ge=1, description="The item's version from your last read")
     idempotency_key: str = Field(

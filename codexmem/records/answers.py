@@ -16,6 +16,7 @@ from typing import Any
 from codexmem.envelope import MAX_ANSWER_BYTES, fail, fit, ok, size_of
 from codexmem.errors import CodexmemError, Warnings
 from codexmem.records import service
+from codexmem.records.fields import outdated_message
 from codexmem.store.identity import slug
 from codexmem.store.layout import KINDS
 from codexmem.store.store import Store
@@ -181,6 +182,8 @@ def edit(
         raise
     if result.redacted:
         warnings.add("WARN_SECRET_REDACTED", f"credentials were redacted in {', '.join(result.redacted)}")
+    if result.outdated:
+        warnings.add("WARN_VALUES_OUTDATED", outdated_message(result.outdated))
     if result.unchanged:
         warnings.add("WARN_NO_CHANGE", "the values sent are the stored ones: nothing was written, the version stays")
     data = dict(result.answer)

@@ -529,8 +529,9 @@ def validate_values(
     ``partial=True`` is an edit: keys not given keep their ``existing`` values, and ``None``
     clears a field that is not required. ``partial=False`` is a create (``existing`` is None)
     or a full replacement: the result is exactly ``values`` and every required field must be
-    there. Formula fields are never stored, so they are dropped from ``existing``; keys of
-    ``existing`` the schema no longer knows are kept untouched.
+    there. Formula fields are never stored, so they are dropped from ``existing``. Kept values are
+    not checked again (:func:`outdated_values` says which the schema no longer accepts); ``None``
+    for a kept key the schema no longer knows drops it.
 
     Raises ``CodexmemError("ERR_VALIDATION_FAILED")`` whose ``fields`` has one entry for every
     failing field. Nothing is written on failure: the caller must reject the whole edit.
@@ -552,7 +553,9 @@ def validate_values(
     for raw_key, value in values.items():
         key = str(raw_key)
         f = by_key.get(key)
-        if f is None:
+        if f is None and value is None and key in merged and key not in RESERVED_KEYS:
+            merged.pop(key)  # a field the schema dropped since: clearing it is how an edit removes it
+        elif f is None:
             reason = (
                 "is maintained by the store and cannot be written"
                 if key in RESERVED_KEYS
@@ -598,6 +601,50 @@ def _check_uncut_total(values: Mapping[str, Any], out: _Failures) -> None:
             f"{UNCUT_VALUES_MAX_BYTES} bytes together (these take {total}): store less here, or link to it",
             max=UNCUT_VALUES_MAX_BYTES,
         )
+
+
+def outdated_values(schema: ChannelSchema, existing: Mapping[str, Any], given: Mapping[str, Any]) -> list[str]:
+    """What an edit keeps (the values it does not send) that ``schema`` no longer accepts: one
+    message per field, naming it and the fix.
+
+    The schema changed since those values were written (an option removed, a field renamed or
+    dropped, made required or shorter). The edit is not refused for them: an agent that must send
+    an owner to change a status would guess or clear one. It says so instead, and ``codexmem check``
+    fails on the item until someone fixes it. Relations are left out: deleting an item that one
+    names is refused (``service.delete_item``).
+    """
+    by_key = {f.key: f for f in schema.fields}
+    found: list[str] = []
+    for key, held in existing.items():
+        f = by_key.get(key)
+        if key in given or (f is not None and f.type in ("formula", "relation")):
+            continue
+        if f is None:
+            found.append(f'values.{key} is no field of channel {schema.record_channel_id} now (send "{key}": null)')
+            continue
+        failures = _Failures()
+        _check_value(f, held, failures, lambda _channel, _item: True)
+        if failures.entries:
+            found.append(
+                f"values.{key} holds {_show(held)}, refused now (send a new value{'' if f.is_required else ' or null'})"
+            )
+    for f in schema.fields:
+        if f.is_required and f.type != "formula" and f.key not in given and existing.get(f.key) is None:
+            found.append(f"values.{f.key} is required and empty (send it)")
+    return found
+
+
+OUTDATED_SHOWN: Final = 5
+
+
+def outdated_message(found: list[str]) -> str:
+    """The one warning an edit's answer (MCP or CLI) gives for :func:`outdated_values`."""
+    more = len(found) - OUTDATED_SHOWN
+    listed = "; ".join(found[:OUTDATED_SHOWN]) + (f"; and {more} more" if more > 0 else "")
+    return (
+        "the item keeps values its schema no longer accepts (it changed since they were written), so "
+        f"`codexmem check` fails on it until they are fixed: {listed}"
+    )
 
 
 def preview_values(schema: ChannelSchema, values: Mapping[str, Any]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import Any
 from codexmem.errors import CodexmemError
 from codexmem.models.channel import ChannelSchema
 from codexmem.models.records import Item
-from codexmem.records.fields import validate_values
+from codexmem.records.fields import outdated_values, validate_values
 from codexmem.records.values import (
     in_schema_order,
     preview_item,
@@ -65,6 +65,8 @@ class EditResult:
     redacted: list[str] = field(default_factory=list)
     unchanged: bool = False
     """The values sent were the stored ones: nothing was written (no version, no event)."""
+    outdated: list[str] = field(default_factory=list)
+    """Kept values the schema no longer accepts (:func:`~codexmem.records.fields.outdated_values`)."""
 
 
 @dataclass(frozen=True)
@@ -263,10 +265,11 @@ def edit_item(
             )
         before: dict[str, Any] = current["values"]
         stored = _validated(txn, schema, item_id, values, existing=before)
+        outdated = outdated_values(schema, stored, values)
         changed = sorted(k for k in {*before, *stored} if before.get(k, _ABSENT) != stored.get(k, _ABSENT))
         if not changed:  # a no-op writes nothing: no version, no event, no file
             current_item = store.index.get(ITEM, item_id, channel_id) or current
-            return EditResult({"item": public_item(schema, current_item, now)}, unchanged=True)
+            return EditResult({"item": public_item(schema, current_item, now)}, unchanged=True, outdated=outdated)
         item = Item(
             item_id=item_id,
             record_channel_id=channel_id,
@@ -281,7 +284,7 @@ def edit_item(
         answer = {"item": public_item(schema, data, now)}
         if idempotency_key is not None:
             txn.remember_answer(idempotency_key, answer)
-        return EditResult(answer, redacted=list(txn.redacted))
+        return EditResult(answer, redacted=list(txn.redacted), outdated=outdated)
 
 
 def delete_item(
@@ -300,8 +303,39 @@ def delete_item(
                 f"item {item_id} is at version {current['version']}, not {expected_version}",
                 current_version=current["version"],
             )
+        _refuse_if_related(txn, channel_id, item_id)
         txn.delete(ITEM, item_id, channel_id)
         return int(current["version"])
+
+
+RELATING_SHOWN = 5
+
+
+def _refuse_if_related(txn: Transaction, channel_id: str, item_id: str) -> None:
+    """Refuse to delete an item that a relation field of another item names: the relation would
+    point nowhere, and ``codexmem check`` fails on such an item. Reads only the channels whose
+    relation fields point at this channel."""
+    index = txn.store.index
+    relating: list[str] = []
+    for channel in index.select(CHANNEL, order=[("id", False)]):
+        schema = ChannelSchema.model_validate(channel)
+        keys = [f.key for f in schema.fields if f.type == "relation" and f.config.channel == channel_id]
+        if not keys:
+            continue
+        for row in index.select(ITEM, where={"channel": schema.record_channel_id}, order=[("id", False)]):
+            relating += [
+                f"values.{key} of {row['item_id']} in {schema.record_channel_id}"
+                for key in keys
+                if row["item_id"] != item_id and item_id in (row["values"].get(key) or [])
+            ]
+    if relating:
+        more = len(relating) - RELATING_SHOWN
+        raise CodexmemError(
+            "ERR_INVALID_STATE",
+            f"item {item_id} is named by {'; '.join(relating[:RELATING_SHOWN])}"
+            + (f" (and {more} more)" if more > 0 else "")
+            + ": remove it from there first (send the list without it), then delete it; nothing was written",
+        )
 
 
 # ----------------------------------------------------------------------------------- helpers

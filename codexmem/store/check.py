@@ -325,7 +325,7 @@ def history_problems(kind: Kind, data: dict[str, Any], expected: Expected) -> li
             problems.append(
                 (
                     "warning",
-                    f"{name} is {_show(held)} but {_show(state.value)} since {_who(setter)}'s change "
+                    f"{_disagreement(name, held, state.value)} since {_who(setter)}'s change "
                     f"({setter['event_id']}), and no event records the change: run `codexmem resolve` to record it",
                 )
             )
@@ -354,11 +354,64 @@ def _older_value(name: str, held: Any, setter: dict[str, Any], expected: Expecte
     )
 
 
+_ABSENT: Any = type("Absent", (), {"__repr__": lambda self: "absent"})()
+"""What one side of :func:`_differences` holds where the other has an entry."""
+DIFFERENCES_SHOWN = 3
+
+
+def _differences(path: str, a: Any, b: Any) -> Iterator[tuple[str, Any, Any]]:
+    """Where two values differ, as paths into them and each side's part there.
+
+    A schema's ``fields`` (or any long list or mapping) shows as the same cut prefix on both sides;
+    the paths say which parts changed: ``fields[key=owner].config.options[value=ren]``. Entries of
+    a list are matched by their ``key``, ``value`` or ``id`` when every entry has one, else by position.
+    """
+    if isinstance(a, dict) and isinstance(b, dict):
+        side_a, side_b, step = a, b, "{}.{}"
+    elif isinstance(a, list) and isinstance(b, list):
+        by_id_a, by_id_b = _by_id(a), _by_id(b)
+        if by_id_a is None or by_id_b is None:
+            by_id_a, by_id_b = {str(i): x for i, x in enumerate(a)}, {str(i): y for i, y in enumerate(b)}
+        side_a, side_b, step = by_id_a, by_id_b, "{}[{}]"
+    else:
+        yield path, a, b
+        return
+    for key in [*side_a, *(k for k in side_b if k not in side_a)]:
+        x, y = side_a.get(key, _ABSENT), side_b.get(key, _ABSENT)
+        if x is _ABSENT or y is _ABSENT:
+            yield step.format(path, key), x, y
+        elif value_key(x) != value_key(y):
+            yield from _differences(step.format(path, key), x, y)
+
+
+def _by_id(entries: list[Any]) -> dict[str, Any] | None:
+    """A list's entries by their ``key``, ``value`` or ``id``; None unless each has a distinct one."""
+    found: dict[str, Any] = {}
+    for entry in entries:
+        name = next(
+            (n for n in ("key", "value", "id") if isinstance(entry, dict) and isinstance(entry.get(n), str)), None
+        )
+        if name is None or f"{name}={entry[name]}" in found:
+            return None
+        found[f"{name}={entry[name]}"] = entry
+    return found
+
+
+def _disagreement(name: str, held: Any, wanted: Any) -> str:
+    """``name is HELD but WANTED``, naming the parts that differ when the values are long."""
+    parts = list(_differences(name, held, wanted))
+    shown = "; ".join(f"{where} is {_show(x)} but {_show(y)}" for where, x, y in parts[:DIFFERENCES_SHOWN])
+    more = len(parts) - DIFFERENCES_SHOWN
+    return shown + (f" (and {more} more)" if more > 0 else "")
+
+
 def _who(event: dict[str, Any]) -> str:
     return str(event.get("author") or event.get("actor") or "someone")
 
 
 def _show(value: Any) -> str:
+    if value is _ABSENT:
+        return "absent"
     text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= 60 else text[:59] + '…"'
 

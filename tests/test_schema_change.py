@@ -1,0 +1,188 @@
+"""A channel's schema changed by hand under items that hold values it no longer accepts.
+
+The schema file is edited as a person would (an option removed, a field renamed, made required,
+a text made shorter); then `codexmem check`, `codexmem items edit` and the MCP tool are run for
+real. No edit may write a version that check fails, and every refusal names the field and the fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+from records_fixtures import PERSON, bugs_store, call, mcp_client, run_cli
+
+from codexmem.records import service
+from codexmem.store.store import Store
+from codexmem.store.yamlio import dump_yaml, load_yaml
+from codexmem.timeutil import utcnow
+
+SCHEMA = "channels/bugs/schema.yaml"
+
+
+def _triaged(path: Path, count: int = 2) -> list[str]:
+    """``count`` bugs, each triaged to owner ren, severity s2 and 3 points."""
+    _, ids = bugs_store(path, count)
+    for item_id in ids:
+        _edit(path, item_id, {"status": "triaged", "owner": "ren", "severity": "s2", "points": 3})
+    return ids
+
+
+def _edit(path: Path, item_id: str, values: dict[str, Any]) -> dict[str, Any]:
+    return service.edit_item(
+        Store(path), "bugs", item_id, values, expected_version=None, idempotency_key=None, actor=PERSON, now=utcnow()
+    )
+
+
+def _change_schema(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
+    """Edit schema.yaml by hand, then record the change with `codexmem resolve` (as docs/channels.md says)."""
+    schema = load_yaml((path / SCHEMA).read_text(encoding="utf-8"))
+    change(schema)
+    (path / SCHEMA).write_text(dump_yaml(schema), encoding="utf-8")
+    done = run_cli("resolve", "--store", str(path))
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _field(schema: dict[str, Any], key: str) -> dict[str, Any]:
+    return next(f for f in schema["fields"] if f["key"] == key)
+
+
+def _drop_ren(schema: dict[str, Any]) -> None:
+    options = _field(schema, "owner")["config"]["options"]
+    options[:] = [o for o in options if o["value"] != "ren"]
+
+
+def _item_file(path: Path, item_id: str) -> Path:
+    return path / "channels/bugs/items" / f"{item_id}.yaml"
+
+
+def _check(path: Path) -> tuple[int, list[str]]:
+    done = run_cli("check", "--store", str(path))
+    return done.returncode, [line for line in done.stdout.splitlines() if line.startswith("channels/")]
+
+
+def _edit_cli(path: Path, item_id: str, values: str) -> tuple[int, str]:
+    done = run_cli("items", "edit", "bugs", item_id, "--json", values, "--store", str(path))
+    return done.returncode, done.stdout + done.stderr
+
+
+def _warning(out: str) -> str:
+    [line] = [line for line in out.splitlines() if line.startswith("codexmem: warning: ")]
+    return line
+
+
+def test_an_edit_keeps_an_option_the_schema_removed_and_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    ids = _triaged(path)
+    _change_schema(path, _drop_ren)
+    code, lines = _check(path)
+    assert code == 1
+    assert [line.split(":")[0] for line in lines] == sorted(f"channels/bugs/items/{i}.yaml" for i in ids)
+    assert all('values.owner must be one of the option values, got "ren"' in line for line in lines)
+
+    code, out = _edit_cli(path, ids[0], '{"status": "fixed"}')
+    assert code == 0, out
+    assert "so `codexmem check` fails on it until they are fixed" in _warning(out)
+    assert _warning(out).endswith('values.owner holds "ren", refused now (send a new value or null)')
+    item = load_yaml(_item_file(path, ids[0]).read_text(encoding="utf-8"))
+    assert (item["version"], item["values"]["status"], item["values"]["owner"]) == (3, "fixed", "ren")
+    assert _check(path)[0] == 1
+
+    code, out = _edit_cli(path, ids[0], '{"owner": "mika"}')
+    assert code == 0 and "warning" not in out, out
+    code, out = _edit_cli(path, ids[1], '{"owner": null}')
+    assert code == 0 and "warning" not in out, out
+    assert _check(path) == (0, [])
+
+
+def test_a_renamed_field_is_dropped_by_sending_null(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    [item_id] = _triaged(path, 1)
+    _change_schema(path, lambda schema: _field(schema, "severity").update(key="sev"))
+    assert _check(path) == (
+        1,
+        [f"channels/bugs/items/{item_id}.yaml: error: values.severity does not exist in channel bugs"],
+    )
+    code, out = _edit_cli(path, item_id, '{"status": "fixed"}')
+    assert code == 0, out
+    assert _warning(out).endswith('values.severity is no field of channel bugs now (send "severity": null)')
+
+    code, out = _edit_cli(path, item_id, '{"severity": null, "sev": "s2"}')
+    assert code == 0 and "warning" not in out, out
+    values = load_yaml(_item_file(path, item_id).read_text(encoding="utf-8"))["values"]
+    assert values["sev"] == "s2" and "severity" not in values
+    assert _check(path) == (0, [])
+    code, out = _edit_cli(path, item_id, '{"severity": null}')
+    assert code == 2 and "values.severity does not exist in channel bugs" in out
+
+
+def test_a_field_made_required_or_shorter_is_named_by_the_edit(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    _, [item_id] = bugs_store(path, 1)
+
+    def require_area_and_short_titles(schema: dict[str, Any]) -> None:
+        _field(schema, "area")["is_required"] = True
+        _field(schema, "title")["config"]["max_length"] = 5
+
+    _change_schema(path, require_area_and_short_titles)
+    code, lines = _check(path)
+    assert code == 1 and any("values.area is required" in line for line in lines)
+    code, out = _edit_cli(path, item_id, '{"points": 2}')
+    assert code == 0, out
+    assert "fixed: values.title holds " in _warning(out) and ", refused now (send a new value); " in _warning(out)
+    assert _warning(out).endswith("values.area is required and empty (send it)")
+    code, out = _edit_cli(path, item_id, '{"area": "api", "title": "Crash"}')
+    assert code == 0 and "warning" not in out, out
+    assert _check(path) == (0, [])
+
+
+def test_check_names_the_parts_of_a_schema_changed_by_hand(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    bugs_store(path, 1)
+    schema = load_yaml((path / SCHEMA).read_text(encoding="utf-8"))
+    _drop_ren(schema)
+    _field(schema, "severity")["key"] = "sev"
+    (path / SCHEMA).write_text(dump_yaml(schema), encoding="utf-8")
+    code, lines = _check(path)
+    [warning] = [line for line in lines if line.startswith(SCHEMA)]
+    assert code == 0 and ": warning: " in warning
+    assert 'fields[key=owner].config.options[value=ren] is absent but {"value": "ren"' in warning
+    assert "fields[key=sev] is {" in warning and "fields[key=severity] is absent but {" in warning
+    assert "run `codexmem resolve` to record it" in warning
+
+
+def test_the_mcp_edit_warns_of_the_kept_value(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    [item_id] = _triaged(path, 1)
+    _change_schema(path, _drop_ren)
+
+    async def scenario() -> tuple[dict[str, Any], dict[str, Any]]:
+        async with mcp_client(path) as client:
+            args = {"record_channel_id": "bugs", "item_id": item_id}
+            kept = await call(
+                client, "edit_record_item", **args, values={"status": "fixed"}, expected_version=2, idempotency_key="a"
+            )
+            fixed = await call(
+                client, "edit_record_item", **args, values={"owner": "aiko"}, expected_version=3, idempotency_key="b"
+            )
+            return kept, fixed
+
+    kept, fixed = anyio.run(scenario)
+    assert kept["ok"] is True and kept["data"]["item"]["version"] == 3
+    [warning] = [w for w in kept["warnings"] if w["code"] == "WARN_VALUES_OUTDATED"]
+    assert warning["message"].endswith('values.owner holds "ren", refused now (send a new value or null)')
+    assert fixed["ok"] is True and fixed["data"]["item"]["values"]["owner"] == "aiko"
+    assert "WARN_VALUES_OUTDATED" not in [w["code"] for w in fixed.get("warnings", [])]
+
+
+def test_the_docs_show_the_warning_as_the_cli_prints_it(tmp_path: Path) -> None:
+    """docs/channels.md quotes an edit's warning after an option was removed: it is this output."""
+    doc = (Path(__file__).resolve().parent.parent / "docs/channels.md").read_text("utf-8")
+    quoted = doc.split("## Changing a schema", 1)[1].split("```text\n")[2].split("```", 1)[0]
+    path = tmp_path / "s"
+    [item_id] = _triaged(path, 1)
+    _change_schema(path, _drop_ren)
+    done = run_cli("items", "edit", "bugs", item_id, "--json", '{"status": "fixed"}', "--store", str(path))
+    assert done.returncode == 0 and done.stdout + done.stderr == quoted.replace("ITEM_ID", item_id)
