@@ -186,3 +186,20 @@ def test_the_docs_show_the_warning_as_the_cli_prints_it(tmp_path: Path) -> None:
     _change_schema(path, _drop_ren)
     done = run_cli("items", "edit", "bugs", item_id, "--json", '{"status": "fixed"}', "--store", str(path))
     assert done.returncode == 0 and done.stdout + done.stderr == quoted.replace("ITEM_ID", item_id)
+
+
+def test_a_schema_broken_by_hand_is_one_error_not_one_per_item(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    _, ids = bugs_store(path, 3)
+    schema = load_yaml((path / SCHEMA).read_text(encoding="utf-8"))
+    _field(schema, "age_days")["config"]["expression"] = "days_since(due_date)"
+    (path / SCHEMA).write_text(dump_yaml(schema), encoding="utf-8")
+    code, lines = _check(path)
+    assert code == 1
+    assert lines == [
+        "channels/bugs/items: error: 3 items not checked: channel bugs has no valid schema.yaml (fix it first)",
+        f"{SCHEMA}: error: (record): fields[10].config.expression: unknown field 'due_date' (known: age_days, "
+        "area, created_at, description, due, owner, points, reporter, severity, status, ticket, title, updated_at)",
+    ]
+    code, out = _edit_cli(path, ids[0], '{"status": "fixed"}')
+    assert code == 2 and out.startswith(f"codexmem: error: {SCHEMA} cannot be used: (record): fields[10]"), out

@@ -20,6 +20,7 @@ def item_findings(scan: StoreScan) -> list[Finding]:
     """Items whose channel has no valid schema, whose values break it, or that repeat a unique value."""
     schemas = {data["record_channel_id"]: data for _, data in scan.of_kind(CHANNEL)}
     found: list[Finding] = []
+    unchecked: dict[str, int] = {}
 
     def item_in(channel: str, item_id: str) -> bool:
         item = scan.get(ITEM, item_id)
@@ -28,7 +29,7 @@ def item_findings(scan: StoreScan) -> list[Finding]:
     for rel, data in scan.of_kind(ITEM):
         channel = data["record_channel_id"]
         if channel not in schemas:
-            found.append(Finding(rel, "error", f"channel {channel} has no valid schema.yaml"))
+            unchecked[channel] = unchecked.get(channel, 0) + 1
             continue
         schema = ChannelSchema.model_validate(schemas[channel])
         try:
@@ -36,6 +37,11 @@ def item_findings(scan: StoreScan) -> list[Finding]:
         except CodexmemError as exc:
             for problem in exc.fields or [{"message": exc.message}]:
                 found.append(Finding(rel, "error", str(problem.get("message"))))
+    for channel, count in sorted(unchecked.items()):
+        # Said once per channel: the schema's own error says what is wrong with it.
+        items = "1 item" if count == 1 else f"{count} items"
+        message = f"{items} not checked: channel {channel} has no valid schema.yaml (fix it first)"
+        found.append(Finding(f"channels/{channel}/items", "error", message))
     for channel, schema_data in schemas.items():
         found += _unique_findings(scan, channel, schema_data)
     return found
