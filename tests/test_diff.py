@@ -26,6 +26,7 @@ from codexmem.records import service
 from codexmem.render.diff import MAX_CHARS
 from codexmem.store.layout import HANDOFF, NOTE
 from codexmem.store.store import Store
+from codexmem.store.yamlio import dump_yaml, load_yaml
 
 ID_OR_TIME = re.compile(r"(?:note|sess|handoff|item|evt|import)_[0-9A-Z]{26}|\d{4}-\d{2}-\d{2}T\d{2}|[0-9a-f]{40}")
 
@@ -454,3 +455,53 @@ def test_written_text_is_escaped_and_a_broken_file_is_named(agent: Agent) -> Non
     data = json.loads(diff(agent, "main..odd", "--format", "json"))
     bad = sorted(["notes/note_01KKKD66400R8RFZGY692YZ29A.md", f"notes/{kept['note_id']}.md"])
     assert sorted(b["path"] for b in data["unreadable"]) == bad
+
+
+def test_a_schema_changed_by_hand_says_what_changed(agent: Agent) -> None:
+    at = agent.tick()
+    service.add_channel(agent.store, "bugs", BUGS_SCHEMA, actor="cli", now=at)
+    agent.commit("bugs")
+    git(agent.repo, "checkout", "-q", "-b", "schema")
+    path = agent.store.root / "channels/bugs/schema.yaml"
+    schema = load_yaml(path.read_text("utf-8"))
+    fields = {f["key"]: f for f in schema["fields"]}
+    fields["owner"]["config"]["options"] = [o for o in fields["owner"]["config"]["options"] if o["value"] != "ren"]
+    fields["severity"]["key"] = "sev"
+    fields["area"]["is_required"] = True
+    fields["title"]["config"]["max_length"] = 120
+    fields["status"]["config"]["options"][0]["label"] = "Untriaged"
+    schema["fields"].append({"key": "sprint", "label": "Sprint", "type": "text", "is_required": False})
+    path.write_text(dump_yaml(schema), "utf-8")
+    assert cli("resolve", "--store", str(agent.store.root))[0] == 0
+    agent.commit("schema")
+
+    out = diff(agent, "main..schema")
+    assert out.split("#### channel Bugs\n", 1)[1] == (
+        "**Schema changed**\n"
+        "- `channels/bugs/schema.yaml` — Test User\n"
+        "  - `title`: max length 200 → 120\n"
+        "  - `status`: option new relabelled New → Untriaged\n"
+        "  - `owner`: option ren (Ren) removed\n"
+        "  - `sev`: renamed from severity\n"
+        "  - `area`: is required false → true\n"
+        "  - `sprint`: added (text)\n"
+    )
+    assert diff(agent, "main..schema", "--stat") == "channels: 1 changed\n"
+    [entry] = json.loads(diff(agent, "main..schema", "--format", "json"))["changes"]
+    assert entry["section"] == "channels_changed" and entry["changes"][3] == {
+        "field": "sev",
+        "change": "renamed from severity",
+    }
+
+    git(agent.repo, "checkout", "-q", "main")
+    git(agent.repo, "checkout", "-q", "-b", "new-channel")
+    service.add_channel(
+        agent.store,
+        "tasks",
+        {"name": "Tasks", "fields": [{"key": "title", "label": "Title", "type": "text"}]},
+        actor="cli",
+        now=agent.tick(),
+    )
+    agent.commit("tasks")
+    out = diff(agent, "main..new-channel")
+    assert "#### channel Tasks\n**Channel added**\n- `tasks`, fields `title` — Test User\n" in out

@@ -23,6 +23,7 @@ from typing import Any
 
 from codexmem.errors import CodexmemError
 from codexmem.gitrepo import SHALLOW_FIX, discover_repository, find_git_root, is_shallow
+from codexmem.records.schema_diff import schema_changes
 from codexmem.store import events as ev
 from codexmem.store.atomic import read_bytes_nofollow
 from codexmem.store.gitread import BlobReader, run_git
@@ -79,6 +80,9 @@ SECTIONS = (
     "handoffs",
     "sessions",
     "imports",
+    "channels_added",
+    "channels_changed",
+    "channels_deleted",
     "items_added",
     "items_changed",
     "items_deleted",
@@ -342,7 +346,7 @@ class _Comparison:
         for rel in (c.rel for c in paths):
             if rel.startswith(EVENTS_DIR + "/") and ev.is_shard_relpath(rel[len(EVENTS_DIR) + 1 :]):
                 self._read_events(rel)
-            elif (found := identify_relpath(rel)) is not None and found[0] is not CHANNEL:
+            elif (found := identify_relpath(rel)) is not None:
                 records.append((*found, rel))
         for kind, rid, channel, rel in records:
             unread = len(self.diff.unreadable)
@@ -379,6 +383,9 @@ class _Comparison:
     def _compare(self, kind: Kind, rid: str, channel: str | None, old: Rec | None, new: Rec | None) -> None:
         if kind is ITEM:
             self._item(rid, str(channel), old, new)
+            return
+        if kind is CHANNEL:
+            self._channel(rid, old, new)
             return
         if kind.name not in REVIEWED:
             return
@@ -488,6 +495,25 @@ class _Comparison:
                 changes.append({"field": key, "label": was["label"], "old": was["value"], "new": now_value["value"]})
         if changes:
             self._add(entry, "items_changed", changes=changes)
+
+    def _channel(self, rid: str, old: Rec | None, new: Rec | None) -> None:
+        """A channel added or deleted, or its schema changed (by hand: there is no tool for it)."""
+        now = new if new is not None else old
+        assert now is not None
+        entry: Rec = {
+            "group": now.get("name") or rid,
+            "group_kind": "channel",
+            "channel": rid,
+            "id": rid,
+            "who": self._who(rid),
+        }
+        if old is None or new is None:
+            fields = [f.get("key") for f in now.get("fields") or [] if isinstance(f, dict)]
+            self._add(entry, "channels_added" if old is None else "channels_deleted", fields=fields)
+            return
+        changes = schema_changes(old, new)
+        if changes:
+            self._add(entry, "channels_changed", changes=changes)
 
     def _add(self, base: Rec, section: str, **fields: Any) -> None:
         self.diff.entries.append({"section": section, **base, **fields})

@@ -23,6 +23,7 @@ DIFF_CHARS = 300
 """A word diff longer than this is cut (the JSON has the whole texts)."""
 LONG_TEXT = 80
 SHOWN_STEPS = 5
+SHOWN_FIELDS = 12
 SHOWN_BAD = 20
 HEADINGS = {
     "notes_added": "Notes added",
@@ -34,6 +35,9 @@ HEADINGS = {
     "handoffs": "Handoffs",
     "sessions": "Sessions",
     "imports": "Import audits",
+    "channels_added": "Channel added",
+    "channels_changed": "Schema changed",
+    "channels_deleted": "Channel deleted",
     "items_added": "Items added",
     "items_changed": "Items changed",
     "items_deleted": "Items deleted",
@@ -166,6 +170,21 @@ def _item_changed(e: Rec) -> list[str]:
     return [f"- **{md(e['title'])}**{': ' + short if short else ''}{_who(e)}", *long]
 
 
+def _channel_whole(e: Rec) -> list[str]:
+    fields = ", ".join(_code(str(k)) for k in e["fields"][:SHOWN_FIELDS])
+    more = f" and {len(e['fields']) - SHOWN_FIELDS} more" if len(e["fields"]) > SHOWN_FIELDS else ""
+    return [f"- {_code(e['channel'])}, fields {fields}{more}{_who(e)}"]
+
+
+def _schema_changed(e: Rec) -> list[str]:
+    """The schema's changes one per line, under a line that says who: a removed option or a renamed
+    field is what a reviewer must see (``codexmem check`` then lists the items it leaves behind)."""
+    lines = [f"- {_code('channels/' + e['channel'] + '/schema.yaml')}{_who(e)}"]
+    for c in e["changes"]:
+        lines.append(f"  - {_code(c['field']) + ': ' if c['field'] else ''}{md(c['change'])}")
+    return lines
+
+
 ENTRY_LINES: dict[str, Callable[[Rec], list[str]]] = {
     "notes_added": _note_added,
     "notes_changed": _note_changed,
@@ -176,6 +195,9 @@ ENTRY_LINES: dict[str, Callable[[Rec], list[str]]] = {
     "handoffs": _handoff,
     "sessions": _session,
     "imports": _import,
+    "channels_added": _channel_whole,
+    "channels_changed": _schema_changed,
+    "channels_deleted": _channel_whole,
     "items_added": _item_whole,
     "items_changed": _item_changed,
     "items_deleted": _item_whole,
