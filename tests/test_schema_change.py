@@ -7,12 +7,14 @@ real. No edit may write a version that check fails, and every refusal names the 
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 from records_fixtures import PERSON, bugs_store, call, mcp_client, run_cli
+from store_fixtures import git, make_repo
 
 from codexmem.records import service
 from codexmem.store.store import Store
@@ -203,3 +205,63 @@ def test_a_schema_broken_by_hand_is_one_error_not_one_per_item(tmp_path: Path) -
     ]
     code, out = _edit_cli(path, ids[0], '{"status": "fixed"}')
     assert code == 2 and out.startswith(f"codexmem: error: {SCHEMA} cannot be used: (record): fields[10]"), out
+
+
+def _two_schema_branches(
+    tmp_path: Path, ours: Callable[[dict[str, Any]], None], theirs: Callable[[dict[str, Any]], None]
+) -> tuple[Path, Path, subprocess.CompletedProcess[str]]:
+    """A repository whose store has a bug tracker; branch ``b`` edits its schema with ``ours`` and
+    ``a`` with ``theirs`` (each recorded with resolve), then ``b`` merges ``a`` with git's plain text
+    merge, as a hosting service's merge button does (``* merge`` in .git/info/attributes)."""
+    repo = make_repo(tmp_path / "r")
+    path = repo / ".codexmem"
+    bugs_store(path, 2)
+    (repo / ".git/info/attributes").write_text("* merge\n", encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "bugs")
+    for branch, change in (("a", theirs), ("b", ours)):
+        git(repo, "checkout", "-q", "-b", branch, "main")
+        _change_schema(path, change)
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", branch)
+    return repo, path, git(repo, "merge", "-q", "a", "-m", "merge", check=False)
+
+
+def _add_kai(schema: dict[str, Any]) -> None:
+    _field(schema, "owner")["config"]["options"].append({"value": "kai", "label": "Kai", "color": "#0f766e"})
+
+
+def _relabel_ren(label: str) -> Callable[[dict[str, Any]], None]:
+    def change(schema: dict[str, Any]) -> None:
+        next(o for o in _field(schema, "owner")["config"]["options"] if o["value"] == "ren")["label"] = label
+
+    return change
+
+
+def test_two_branches_editing_the_schema_apart_merge_and_check_clean(tmp_path: Path) -> None:
+    def drop_aiko(schema: dict[str, Any]) -> None:
+        options = _field(schema, "owner")["config"]["options"]
+        options[:] = [o for o in options if o["value"] != "aiko"]
+
+    _, path, merged = _two_schema_branches(tmp_path, drop_aiko, _add_kai)
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    owners = [o["value"] for o in _field(load_yaml((path / SCHEMA).read_text("utf-8")), "owner")["config"]["options"]]
+    assert owners == ["mika", "ren", "kai"]
+    assert _check(path) == (0, [])
+
+
+def test_a_schema_conflict_settled_by_keeping_one_side_names_what_each_side_set(tmp_path: Path) -> None:
+    repo, path, merged = _two_schema_branches(tmp_path, _relabel_ren("Ren S."), _relabel_ren("Ren K."))
+    assert merged.returncode == 1 and "CONFLICT" in merged.stdout
+    git(repo, "checkout", "--ours", "--", ".codexmem/" + SCHEMA)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "merge, keeping ours")
+    code, lines = _check(path)
+    [line] = lines
+    assert code == 1 and line.startswith(f"{SCHEMA}: error: fields was changed on two branches (")
+    label = "fields[key=owner].config.options[value=ren].label"
+    assert f"({label} is " in line
+    assert '"Ren S." by Test User (evt_' in line and '"Ren K." by Test User (evt_' in line
+    assert line.endswith("no resolution is recorded: keep the value you want in the file, then run `codexmem resolve`")
+    assert run_cli("resolve", "--store", str(path)).returncode == 0
+    assert _check(path) == (0, [])

@@ -20,7 +20,7 @@ from codexmem.errors import CodexmemError
 from codexmem.models.config import BASE_URL_EXAMPLE, StoreConfig, base_url_problem
 from codexmem.store import events as ev
 from codexmem.store.atomic import TMP_PREFIX
-from codexmem.store.history import Expected, FieldState, expected_state, record_fields, value_key
+from codexmem.store.history import Expected, FieldState, entries_by_id, expected_state, record_fields, value_key
 from codexmem.store.index.schema import record_relpath
 from codexmem.store.layout import CONFIG_FILE, KINDS, Kind, Layout, identify_relpath
 from codexmem.store.recordfile import read_record
@@ -284,7 +284,7 @@ def history_problems(kind: Kind, data: dict[str, Any], expected: Expected) -> li
     for name, state in sorted(expected.fields.items()):
         held = fields.get(name)
         if state.conflict:
-            sides = "; ".join(f"{_show(e['set'][name])} by {_who(e)} ({e['event_id']})" for e in state.setters)
+            sides = _conflict_sides(name, state.setters)
             problems.append(
                 (
                     "error",
@@ -369,7 +369,7 @@ def _differences(path: str, a: Any, b: Any) -> Iterator[tuple[str, Any, Any]]:
     if isinstance(a, dict) and isinstance(b, dict):
         side_a, side_b, step = a, b, "{}.{}"
     elif isinstance(a, list) and isinstance(b, list):
-        by_id_a, by_id_b = _by_id(a), _by_id(b)
+        by_id_a, by_id_b = entries_by_id(a), entries_by_id(b)
         if by_id_a is None or by_id_b is None:
             by_id_a, by_id_b = {str(i): x for i, x in enumerate(a)}, {str(i): y for i, y in enumerate(b)}
         side_a, side_b, step = by_id_a, by_id_b, "{}[{}]"
@@ -384,17 +384,16 @@ def _differences(path: str, a: Any, b: Any) -> Iterator[tuple[str, Any, Any]]:
             yield from _differences(step.format(path, key), x, y)
 
 
-def _by_id(entries: list[Any]) -> dict[str, Any] | None:
-    """A list's entries by their ``key``, ``value`` or ``id``; None unless each has a distinct one."""
-    found: dict[str, Any] = {}
-    for entry in entries:
-        name = next(
-            (n for n in ("key", "value", "id") if isinstance(entry, dict) and isinstance(entry.get(n), str)), None
-        )
-        if name is None or f"{name}={entry[name]}" in found:
-            return None
-        found[f"{name}={entry[name]}"] = entry
-    return found
+def _conflict_sides(name: str, setters: list[dict[str, Any]]) -> str:
+    """``VALUE by WHO (EVENT); ...``; for two long lists or mappings, the parts where they differ."""
+    values = [e["set"][name] for e in setters]
+    shown = [_show(v) for v in values]
+    if len(setters) == 2 and shown[0] == shown[1]:  # cut to the same prefix: name the parts instead
+        first, second = (f"{_who(e)} ({e['event_id']})" for e in setters)
+        parts = list(_differences(name, values[0], values[1]))
+        listed = "; ".join(f"{where} is {_show(x)} by {first}, {_show(y)} by {second}" for where, x, y in parts[:3])
+        return listed + (f" (and {len(parts) - 3} more)" if len(parts) > 3 else "")
+    return "; ".join(f"{text} by {_who(e)} ({e['event_id']})" for text, e in zip(shown, setters, strict=True))
 
 
 def _disagreement(name: str, held: Any, wanted: Any) -> str:

@@ -182,7 +182,74 @@ def merge_values(base: Any, ours: Any, theirs: Any) -> tuple[Any, bool]:
         text, clean = merge_text(base, ours, theirs)
         if clean:
             return text, True
+    if all(isinstance(v, dict) for v in (base, ours, theirs)):
+        merged, clean = _merge_slots(base, ours, theirs, [*ours, *(k for k in theirs if k not in ours)])
+        if clean:
+            return merged, True
+    sides = [entries_by_id(v) if isinstance(v, list) else None for v in (base, ours, theirs)]
+    if sides[0] is not None and sides[1] is not None and sides[2] is not None:
+        merged, clean = _merge_slots(sides[0], sides[1], sides[2], _entry_order(sides[1], sides[2]))
+        if clean:
+            return list(merged.values()), True
     return ours, False
+
+
+_ABSENT: Any = object()
+
+
+def _merge_slots(
+    base: Mapping[str, Any], ours: Mapping[str, Any], theirs: Mapping[str, Any], order: list[str]
+) -> tuple[dict[str, Any], bool]:
+    """Each key's three-way merge, in ``order``; a key one side removed and the other left as it
+    was goes. So two hand edits of a schema's ``fields`` (an option added on one branch, another
+    removed on the other) merge as git's text merge merged their file."""
+    merged: dict[str, Any] = {}
+    for key in order:
+        b, o, t = base.get(key, _ABSENT), ours.get(key, _ABSENT), theirs.get(key, _ABSENT)
+        if _same(o, t) or _same(t, b):
+            value = o
+        elif _same(o, b):
+            value = t
+        elif _ABSENT in (b, o, t):
+            return {}, False  # removed on one side, changed (or added differently) on the other
+        else:
+            value, clean = merge_values(b, o, t)
+            if not clean:
+                return {}, False
+        if value is not _ABSENT:
+            merged[key] = value
+    return merged, True
+
+
+def _same(a: Any, b: Any) -> bool:
+    if a is _ABSENT or b is _ABSENT:
+        return a is b
+    return value_key(a) == value_key(b)
+
+
+def _entry_order(ours: Mapping[str, Any], theirs: Mapping[str, Any]) -> list[str]:
+    """Our entries in our order, each entry only theirs added just after the one before it in theirs."""
+    order = list(ours)
+    previous: str | None = None
+    for ident in theirs:
+        if ident not in order:
+            order.insert(order.index(previous) + 1 if previous in order else len(order), ident)
+        previous = ident
+    return order
+
+
+def entries_by_id(entries: list[Any]) -> dict[str, Any] | None:
+    """A list's entries by their ``key``, ``value`` or ``id`` (a schema's fields, a field's options);
+    None unless every entry has a distinct one."""
+    found: dict[str, Any] = {}
+    for entry in entries:
+        name = next(
+            (n for n in ("key", "value", "id") if isinstance(entry, dict) and isinstance(entry.get(n), str)), None
+        )
+        if name is None or f"{name}={entry[name]}" in found:
+            return None
+        found[f"{name}={entry[name]}"] = entry
+    return found
 
 
 def value_key(value: Any) -> str:
