@@ -23,8 +23,7 @@ def schema_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Rec]:
     for key in ("name", "description"):
         if (old.get(key) or "") != (new.get(key) or ""):
             changes.append({"field": None, "change": f"{key} {_shown(old.get(key))} → {_shown(new.get(key))}"})
-    before = {f["key"]: f for f in old.get("fields") or [] if isinstance(f, dict) and "key" in f}
-    after = {f["key"]: f for f in new.get("fields") or [] if isinstance(f, dict) and "key" in f}
+    before, after = _by(old.get("fields"), "key"), _by(new.get("fields"), "key")
     renamed = _renames(before, after)
     for key, f in after.items():
         if key in renamed.values():
@@ -74,9 +73,8 @@ def _field_changes(key: str, old: Rec, new: Rec) -> list[Rec]:
     return out
 
 
-def _option_changes(key: str, old: list[Any], new: list[Any]) -> list[Rec]:
-    before = {o["value"]: o for o in old if isinstance(o, dict) and "value" in o}
-    after = {o["value"]: o for o in new if isinstance(o, dict) and "value" in o}
+def _option_changes(key: str, old: Any, new: Any) -> list[Rec]:
+    before, after = _by(old, "value"), _by(new, "value")
     out: list[Rec] = []
     for value, option in after.items():
         if value not in before:
@@ -94,6 +92,12 @@ def _option_changes(key: str, old: list[Any], new: list[Any]) -> list[Rec]:
     if not out and list(before) != list(after):
         out.append({"field": key, "change": "options reordered"})
     return out
+
+
+def _by(entries: Any, name: str) -> dict[str, Rec]:
+    """A list's entries by their ``name`` (a field's key, an option's value)."""
+    listed = entries if isinstance(entries, list) else []
+    return {e[name]: e for e in listed if isinstance(e, dict) and isinstance(e.get(name), str)}
 
 
 def _shown(value: Any) -> str:

@@ -20,7 +20,7 @@ from codexmem.errors import CodexmemError
 from codexmem.models.config import BASE_URL_EXAMPLE, StoreConfig, base_url_problem
 from codexmem.store import events as ev
 from codexmem.store.atomic import TMP_PREFIX
-from codexmem.store.history import Expected, FieldState, entries_by_id, expected_state, record_fields, value_key
+from codexmem.store.history import ABSENT, Expected, FieldState, entries_by_id, expected_state, record_fields, value_key
 from codexmem.store.index.schema import record_relpath
 from codexmem.store.layout import CONFIG_FILE, KINDS, Kind, Layout, identify_relpath
 from codexmem.store.recordfile import read_record
@@ -354,8 +354,6 @@ def _older_value(name: str, held: Any, setter: dict[str, Any], expected: Expecte
     )
 
 
-_ABSENT: Any = type("Absent", (), {"__repr__": lambda self: "absent"})()
-"""What one side of :func:`_differences` holds where the other has an entry."""
 DIFFERENCES_SHOWN = 3
 
 
@@ -377,8 +375,8 @@ def _differences(path: str, a: Any, b: Any) -> Iterator[tuple[str, Any, Any]]:
         yield path, a, b
         return
     for key in [*side_a, *(k for k in side_b if k not in side_a)]:
-        x, y = side_a.get(key, _ABSENT), side_b.get(key, _ABSENT)
-        if x is _ABSENT or y is _ABSENT:
+        x, y = side_a.get(key, ABSENT), side_b.get(key, ABSENT)
+        if x is ABSENT or y is ABSENT:
             yield step.format(path, key), x, y
         elif value_key(x) != value_key(y):
             yield from _differences(step.format(path, key), x, y)
@@ -409,7 +407,7 @@ def _who(event: dict[str, Any]) -> str:
 
 
 def _show(value: Any) -> str:
-    if value is _ABSENT:
+    if value is ABSENT:
         return "absent"
     text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= 60 else text[:59] + '…"'

@@ -194,7 +194,8 @@ def merge_values(base: Any, ours: Any, theirs: Any) -> tuple[Any, bool]:
     return ours, False
 
 
-_ABSENT: Any = object()
+ABSENT: Any = type("Absent", (), {"__repr__": lambda self: "absent"})()
+"""Where one side of a mapping or list of entries has nothing (merged here, shown by ``check``)."""
 
 
 def _merge_slots(
@@ -205,24 +206,24 @@ def _merge_slots(
     removed on the other) merge as git's text merge merged their file."""
     merged: dict[str, Any] = {}
     for key in order:
-        b, o, t = base.get(key, _ABSENT), ours.get(key, _ABSENT), theirs.get(key, _ABSENT)
+        b, o, t = base.get(key, ABSENT), ours.get(key, ABSENT), theirs.get(key, ABSENT)
         if _same(o, t) or _same(t, b):
             value = o
         elif _same(o, b):
             value = t
-        elif _ABSENT in (b, o, t):
+        elif ABSENT in (b, o, t):
             return {}, False  # removed on one side, changed (or added differently) on the other
         else:
             value, clean = merge_values(b, o, t)
             if not clean:
                 return {}, False
-        if value is not _ABSENT:
+        if value is not ABSENT:
             merged[key] = value
     return merged, True
 
 
 def _same(a: Any, b: Any) -> bool:
-    if a is _ABSENT or b is _ABSENT:
+    if a is ABSENT or b is ABSENT:
         return a is b
     return value_key(a) == value_key(b)
 
