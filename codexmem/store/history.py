@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from typing import Any
 
 from codexmem.store.layout import CHANNEL, ITEM, Kind
@@ -188,9 +189,12 @@ def merge_values(base: Any, ours: Any, theirs: Any) -> tuple[Any, bool]:
             return merged, True
     sides = [entries_by_id(v) if isinstance(v, list) else None for v in (base, ours, theirs)]
     if sides[0] is not None and sides[1] is not None and sides[2] is not None:
-        merged, clean = _merge_slots(sides[0], sides[1], sides[2], _entry_order(sides[1], sides[2]))
-        if clean:
-            return list(merged.values()), True
+        order = _merge_order(list(sides[0]), list(sides[1]), list(sides[2]))
+        if order is not None:
+            gone = [i for i in {**sides[0], **sides[1], **sides[2]} if i not in order]
+            merged, clean = _merge_slots(sides[0], sides[1], sides[2], [*order, *gone])
+            if clean:
+                return [merged[i] for i in order if i in merged], True
     return ours, False
 
 
@@ -228,15 +232,32 @@ def _same(a: Any, b: Any) -> bool:
     return value_key(a) == value_key(b)
 
 
-def _entry_order(ours: Mapping[str, Any], theirs: Mapping[str, Any]) -> list[str]:
-    """Our entries in our order, each entry only theirs added just after the one before it in theirs."""
-    order = list(ours)
-    previous: str | None = None
-    for ident in theirs:
-        if ident not in order:
-            order.insert(order.index(previous) + 1 if previous in order else len(order), ident)
-        previous = ident
-    return order
+def _merge_order(base: list[str], ours: list[str], theirs: list[str]) -> list[str] | None:
+    """The three-way merge of the order of a list's entries (by id), as git merges lines: each
+    side's insertions, removals and moves against ``base``; None where both sides changed the same
+    stretch differently, or an entry would stand twice. A change that only touches the other side's
+    (one replaced an entry, the other added one just after it) merges, as it does in the file,
+    where the unchanged lines inside an entry lie between them. Entries both sides added at one
+    place go ours first: git conflicts there, unless lines happen to line up (its order then
+    follows which side also changed the entry before; ``check`` says such an order as a warning)."""
+    hunks: list[tuple[int, int, list[str]]] = []
+    for side in (ours, theirs):
+        opcodes = SequenceMatcher(a=base, b=side, autojunk=False).get_opcodes()
+        hunks += [(i1, i2, side[j1:j2]) for tag, i1, i2, j1, j2 in opcodes if tag != "equal"]
+    hunks.sort(key=lambda h: (h[0], h[1]))
+    merged: list[str] = []
+    at = 0
+    last: tuple[int, int, list[str]] | None = None
+    for start, end, added in hunks:
+        if last is not None and (start, end, added) == last:
+            continue  # the same change on both sides
+        both_add = last is not None and start == end == last[0] == last[1]
+        if last is not None and not both_add and (start < last[1] or start == last[0]):
+            return None
+        merged += base[at:start] + added
+        at, last = end, (start, end, added)
+    merged += base[at:]
+    return merged if len(set(merged)) == len(merged) else None
 
 
 def entries_by_id(entries: list[Any]) -> dict[str, Any] | None:

@@ -41,7 +41,7 @@ from codexmem.progress import Progress
 from codexmem.render.markdown import highlight_css
 from codexmem.render.site.data import SiteData, load
 from codexmem.render.site.feed import FEED_PATH, feed_context, render_feed
-from codexmem.render.site.files import replace_file, write_new
+from codexmem.render.site.files import remove_leftovers, replace_file, write_new
 from codexmem.render.site.pages import Chunk, Page, plan
 from codexmem.render.site.search import PAGEFIND_DIR, Indexer, SearchReport
 from codexmem.render.site.tables import render_chunk
@@ -359,15 +359,19 @@ def _render_in_workers(count: int, shared: _Shared, writer: _Writer, bar: Progre
     _SHARED = shared
     try:
         fork = multiprocessing.get_context("fork")
-        with fork.Pool(count, initializer=_worker_signals) as pool, _terminate_as_exit():
-            spans = _spans(len(shared.jobs), WORKER_SPAN)
-            for span, (done, markdown, peak) in zip(spans, pool.imap(_run_jobs, spans), strict=True):
-                for one in done:
-                    writer.record(one)
-                report.markdown += markdown
-                report.workers_peak_kb = max(report.workers_peak_kb, peak)
-                for _ in range(*span):
-                    bar.step()
+        try:
+            with fork.Pool(count, initializer=_worker_signals) as pool, _terminate_as_exit():
+                spans = _spans(len(shared.jobs), WORKER_SPAN)
+                for span, (done, markdown, peak) in zip(spans, pool.imap(_run_jobs, spans), strict=True):
+                    for one in done:
+                        writer.record(one)
+                    report.markdown += markdown
+                    report.workers_peak_kb = max(report.workers_peak_kb, peak)
+                    for _ in range(*span):
+                        bar.step()
+        except BaseException:
+            remove_leftovers(writer.out)  # the workers are ended by now: what they were writing stays
+            raise
     finally:
         _SHARED = None
     report.workers = count

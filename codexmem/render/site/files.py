@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from pathlib import Path
+
+_TMP_NAME = re.compile(r"\..+\.[0-9]+\.tmp")
+"""What :func:`replace_file` names its temporary files: ``.<name>.<pid>.tmp``."""
 
 
 def write_new(target: Path, raw: bytes, *, named: Path | None = None) -> None:
@@ -32,3 +36,13 @@ def replace_file(target: Path, raw: bytes) -> None:
             tmp.unlink()
         raise
     os.replace(tmp, target)
+
+
+def remove_leftovers(folder: Path) -> None:
+    """Delete the temporary files of :func:`replace_file` under ``folder``: a render worker ended
+    mid-write (the pool ends every worker when one fails, a full disk say) leaves its own behind.
+    Builds into one folder take turns, so any such file there is a dead writer's."""
+    for path in folder.rglob(".*.tmp"):
+        if _TMP_NAME.fullmatch(path.name) and path.is_file():
+            with contextlib.suppress(OSError):
+                path.unlink()
