@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from records_fixtures import PERSON, bugs_store, call, mcp_client, run_cli
+from records_fixtures import PERSON, bugs_store, call, events_of, mcp_client, run_cli
 from store_fixtures import git, make_repo
 
 from codexmem.records import service
@@ -182,7 +182,8 @@ def test_the_mcp_edit_warns_of_the_kept_value(tmp_path: Path) -> None:
 def test_the_docs_show_the_warning_as_the_cli_prints_it(tmp_path: Path) -> None:
     """docs/channels.md quotes an edit's warning after an option was removed: it is this output."""
     doc = (Path(__file__).resolve().parent.parent / "docs/channels.md").read_text("utf-8")
-    quoted = doc.split("## Changing a schema", 1)[1].split("```text\n")[2].split("```", 1)[0]
+    blocks = [b.split("```", 1)[0] for b in doc.split("## Changing a schema", 1)[1].split("```text\n")[1:]]
+    [quoted] = [b for b in blocks if b.startswith("ITEM_ID is now at version")]
     path = tmp_path / "s"
     [item_id] = _triaged(path, 1)
     _change_schema(path, _drop_ren)
@@ -265,3 +266,77 @@ def test_a_schema_conflict_settled_by_keeping_one_side_names_what_each_side_set(
     assert line.endswith("no resolution is recorded: keep the value you want in the file, then run `codexmem resolve`")
     assert run_cli("resolve", "--store", str(path)).returncode == 0
     assert _check(path) == (0, [])
+
+
+def _schema_copy(path: Path, tmp_path: Path, change: Callable[[dict[str, Any]], None]) -> Path:
+    """A copy of the channel's schema file with ``change`` made to it, as a person edits one."""
+    schema = load_yaml((path / SCHEMA).read_text(encoding="utf-8"))
+    change(schema)
+    copy = tmp_path / "bugs.yaml"
+    copy.write_text(dump_yaml(schema), encoding="utf-8")
+    return copy
+
+
+def test_channels_update_says_what_changes_and_which_items_it_leaves_behind(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    ids = _triaged(path)
+
+    def rename_and_drop(schema: dict[str, Any]) -> None:
+        _drop_ren(schema)
+        _field(schema, "severity")["key"] = "sev"
+
+    new = _schema_copy(path, tmp_path, rename_and_drop)
+    before = ((path / SCHEMA).read_bytes(), len(events_of(path)))
+    args = ("channels", "update", "bugs", "--schema", str(new), "--store", str(path))
+    dry = run_cli(*args, "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert dry.stdout.splitlines()[:3] == [
+        "channel bugs would change:",
+        "  owner: option ren (Ren) removed",
+        "  sev: renamed from severity",
+    ]
+    assert dry.stdout.splitlines()[3].startswith(f"2 items of bugs hold values this schema refuses ({min(ids)}, ")
+    assert dry.stdout.splitlines()[-1] == "nothing was written (--dry-run)"
+    assert ((path / SCHEMA).read_bytes(), len(events_of(path))) == before
+
+    done = run_cli(*args)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "channel bugs changed (version 2):"
+    assert load_yaml((path / SCHEMA).read_text(encoding="utf-8"))["version"] == 2
+    assert [e["type"] for e in events_of(path) if e["kind"] == "channel"] == ["created", "updated"]
+    code, lines = _check(path)
+    assert code == 1 and not any(line.startswith(SCHEMA) for line in lines)  # recorded: no warning of its own
+    assert sorted({line.split(":")[0] for line in lines}) == sorted(f"channels/bugs/items/{i}.yaml" for i in ids)
+    for item_id in ids:
+        assert _edit_cli(path, item_id, '{"owner": null, "severity": null, "sev": "s2"}')[0] == 0
+    assert _check(path) == (0, [])
+    again = run_cli(*args)
+    assert (again.returncode, again.stdout) == (0, f"nothing changed: {new} is the schema of channel bugs already\n")
+
+
+def test_channels_update_refuses_what_it_cannot_do_and_writes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    bugs_store(path, 1)
+    before = ((path / SCHEMA).read_bytes(), len(events_of(path)))
+
+    def run(*args: str) -> tuple[int, str]:
+        done = run_cli("channels", "update", *args, "--store", str(path))
+        assert "Traceback" not in done.stderr
+        return done.returncode, done.stderr
+
+    broken = _schema_copy(path, tmp_path, lambda schema: _field(schema, "status").update(type="enum"))
+    code, err = run("bugs", "--schema", str(broken))
+    assert code == 2 and "fields[3].type: Input should be 'text'" in err
+    code, err = run("bugs", "--schema", str(path / SCHEMA))
+    assert code == 2 and "is the store's own schema file" in err and "`codexmem resolve`" in err
+    plain = tmp_path / "plain.yaml"
+    plain.write_text("name: Bugs\nfields:\n- {key: title, label: Title, type: text}\n", encoding="utf-8")
+    assert run("nope", "--schema", str(plain)) == (
+        2,
+        "codexmem: error: no channel 'nope'; the channels are bugs (`codexmem channels list`)\n",
+    )
+    code, err = run("bugs")
+    assert code == 2 and "the following arguments are required: --schema" in err
+    assert ((path / SCHEMA).read_bytes(), len(events_of(path))) == before
+    added = run_cli("channels", "add", "bugs", "--schema", str(plain), "--store", str(path))
+    assert "`codexmem channels update bugs --schema FILE` changes its schema" in added.stderr

@@ -65,7 +65,7 @@ def _allowed(field: dict[str, Any]) -> str:
 
 
 def _channel_not_found(exc: CodexmemError, args: argparse.Namespace) -> str:
-    channel = getattr(args, "channel", None)
+    channel = getattr(args, "channel", None) or getattr(args, "channel_id", None)
     known = _channel_ids(args)
     what = f"no channel {channel[:80]!r}" if channel else "no such channel"
     if known is None:

@@ -18,6 +18,7 @@ from codexmem.errors import CodexmemError
 from codexmem.models.channel import ChannelSchema
 from codexmem.models.records import Item
 from codexmem.records.fields import outdated_values, validate_values
+from codexmem.records.schema_diff import schema_changes
 from codexmem.records.values import (
     in_schema_order,
     preview_item,
@@ -27,7 +28,7 @@ from codexmem.records.values import (
     validate_schema,
 )
 from codexmem.store import events as ev
-from codexmem.store.ids import check_record_id
+from codexmem.store.ids import check_channel_id, check_record_id
 from codexmem.store.layout import CHANNEL, ITEM
 from codexmem.store.store import Store, Transaction
 from codexmem.timeutil import format_ts
@@ -110,15 +111,77 @@ def add_channel(store: Store, channel_id: str, schema: dict[str, Any], *, actor:
     parsed = validate_schema({**schema, "record_channel_id": channel_id, "version": 1})
     with store.transaction(actor, at=format_ts(now)) as txn:
         if txn.get(CHANNEL, channel_id) is not None:
-            raise CodexmemError("ERR_INVALID_INPUT", f"channel {channel_id} already exists")
-        for f in parsed.fields:
-            target = f.config.channel
-            if f.type == "relation" and target != channel_id and txn.get(CHANNEL, str(target)) is None:
-                raise CodexmemError(
-                    "ERR_INVALID_INPUT", f"fields.{f.key}.config.channel: there is no channel {target!r}"
-                )
+            raise CodexmemError(
+                "ERR_INVALID_INPUT",
+                f"channel {channel_id} already exists; `codexmem channels update {channel_id} --schema FILE` "
+                "changes its schema",
+            )
+        _check_relation_targets(txn, parsed)
         txn.put(CHANNEL, parsed.model_dump(mode="json"), event_type="created", changed=[])
     return parsed
+
+
+@dataclass(frozen=True)
+class SchemaUpdate:
+    """What ``update_channel`` did (or, dry, would do): the changes, and the items the new schema refuses."""
+
+    schema: ChannelSchema
+    changes: list[dict[str, Any]]
+    refused: list[str]
+    """Ids of the items holding a value the new schema does not accept (``codexmem check`` says which)."""
+    written: bool
+
+
+def update_channel(
+    store: Store, channel_id: str, schema: dict[str, Any], *, actor: str, now: datetime, dry_run: bool = False
+) -> SchemaUpdate:
+    """Replace a channel's schema with schema data (a parsed schema file), checked whole first.
+
+    Items are not touched: a value the new schema refuses (a removed option, a renamed field)
+    stays until someone edits it, and ``codexmem check`` fails on it until then
+    (docs/channels.md, "Changing a schema"). Their ids are in the answer, so a person sees the
+    cost of the change before committing it; ``dry_run`` writes nothing.
+    """
+    check_channel_id(channel_id, "channel_id")
+    with store.transaction(actor, at=format_ts(now)) as txn:
+        current = txn.get(CHANNEL, channel_id)
+        if current is None:
+            get_schema(store, channel_id)  # says there is no such channel, naming the ones there are
+            raise CodexmemError("ERR_CHANNEL_NOT_FOUND", f"no record channel {channel_id[:80]!r}")
+        parsed = validate_schema({**schema, "record_channel_id": channel_id, "version": int(current["version"]) + 1})
+        _check_relation_targets(txn, parsed)
+        data = parsed.model_dump(mode="json")
+        changes = schema_changes(current, data)
+        refused = _refused_items(txn, parsed) if changes else []
+        if changes and not dry_run:
+            changed = [k for k in ("name", "description", "fields") if current.get(k) != data.get(k)]
+            txn.put(CHANNEL, data, event_type="updated", changed=changed)
+    return SchemaUpdate(parsed, changes, refused, written=bool(changes) and not dry_run)
+
+
+def _check_relation_targets(txn: Transaction, schema: ChannelSchema) -> None:
+    for f in schema.fields:
+        target = f.config.channel
+        if f.type == "relation" and target != schema.record_channel_id and txn.get(CHANNEL, str(target)) is None:
+            raise CodexmemError("ERR_INVALID_INPUT", f"fields.{f.key}.config.channel: there is no channel {target!r}")
+
+
+def _refused_items(txn: Transaction, schema: ChannelSchema) -> list[str]:
+    """The items of the channel whose values ``schema`` refuses, as ``codexmem check`` judges them."""
+    index = txn.store.index
+    refused: list[str] = []
+    for row in index.select(ITEM, where={"channel": schema.record_channel_id}, order=[("id", False)]):
+        try:
+            validate_values(
+                schema,
+                row["values"],
+                existing=None,
+                relation_exists=lambda channel, rid: index.get(ITEM, rid, channel) is not None,
+                partial=False,
+            )
+        except CodexmemError:
+            refused.append(str(row["item_id"]))
+    return refused
 
 
 # ------------------------------------------------------------------------------------- reads
