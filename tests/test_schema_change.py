@@ -17,6 +17,7 @@ from records_fixtures import PERSON, bugs_store, call, events_of, mcp_client, ru
 from store_fixtures import git, make_repo
 
 from codexmem.records import service
+from codexmem.render.site.build import build_site
 from codexmem.store.store import Store
 from codexmem.store.yamlio import dump_yaml, load_yaml
 from codexmem.timeutil import utcnow
@@ -340,3 +341,16 @@ def test_channels_update_refuses_what_it_cannot_do_and_writes_nothing(tmp_path: 
     assert ((path / SCHEMA).read_bytes(), len(events_of(path))) == before
     added = run_cli("channels", "add", "bugs", "--schema", str(plain), "--store", str(path))
     assert "`codexmem channels update bugs --schema FILE` changes its schema" in added.stderr
+
+
+def test_the_site_shows_a_schema_change_as_its_changes(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    bugs_store(path, 1)
+    new = _schema_copy(path, tmp_path, _drop_ren)
+    assert run_cli("channels", "update", "bugs", "--schema", str(new), "--store", str(path)).returncode == 0
+    out = tmp_path / "site"
+    build_site(Store(path), out, search=False)
+    page = (out / "channels/bugs/index.html").read_text("utf-8")
+    history = page[page.index('<section class="history"') :].split("</section>", 1)[0]
+    assert '<ul class="schema-changes"><li>owner: option ren (Ren) removed</li></ul>' in history
+    assert "&#39;key&#39;" not in history and "{" not in history  # no dump of the whole fields list

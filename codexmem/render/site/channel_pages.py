@@ -204,7 +204,7 @@ def channel_page(data: SiteData, cid: str) -> dict[str, Any]:
         "chips": chip_styles(data, cid),
         "has_formulas": any(f["type"] == "formula" for f in info["fields"]),
         "as_of": data.now.strftime("%Y-%m-%d"),
-        "history": history(data, cid),
+        "history": history(data, cid, schema=True),
         "backlinks": backlinks(data, cid),
     }
 

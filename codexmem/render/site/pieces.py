@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from codexmem.records.schema_diff import schema_changes
 from codexmem.render.site.data import Rec, SiteData, file_slug, url_of
 from codexmem.render.textdiff import plain_value
 
@@ -89,12 +90,14 @@ def event_row(data: SiteData, event: Rec) -> Rec:
     }
 
 
-def history(data: SiteData, rid: str, fields: list[Rec] | None = None) -> Rec:
+def history(data: SiteData, rid: str, fields: list[Rec] | None = None, *, schema: bool = False) -> Rec:
     """The history of one record, oldest first: the one place a page's history comes from.
 
     ``rows``: each change is old -> new (``fields``, an item's schema fields, shows them as the
     table does: option labels and chips), a word diff for long texts, or "not recorded" where
-    neither the events nor git know the values (see :mod:`codexmem.render.site.history`).
+    neither the events nor git know the values (see :mod:`codexmem.render.site.history`). A
+    channel's (``schema``) change of its fields is one line per change, as ``codexmem diff``
+    says it (an option removed, a field renamed), not two dumps of the whole list.
     ``earlier``: the pages older rows moved to (``history_pages``); ``total``: all events.
     """
     spec = {f["key"]: f for f in fields or []}
@@ -106,7 +109,7 @@ def history(data: SiteData, rid: str, fields: list[Rec] | None = None) -> Rec:
             "type": e["type"],
             "version": e["version"],
             "parallel": e["parallel"],
-            "changes": [_change_view(c, spec.get(c["key"])) for c in e["changes"]],
+            "changes": [_schema_view(c) if schema else _change_view(c, spec.get(c["key"])) for c in e["changes"]],
             "snapshot": e["snapshot"],
         }
         for e in data.history.get(rid, [])
@@ -120,6 +123,17 @@ def _change_view(change: Rec, f: Rec | None) -> Rec:
     if change["kind"] in ("value", "unknown") and f is None:
         view["old"], view["new"] = plain_value(change["old"]), plain_value(change["new"])
     return view
+
+
+def _schema_view(change: Rec) -> Rec:
+    old, new = change.get("old"), change.get("new")
+    if change["key"] != "fields" or change["kind"] != "value" or not (isinstance(old, list) and isinstance(new, list)):
+        return _change_view(change, None)
+    lines = [
+        f"{c['field']}: {c['change']}" if c["field"] else c["change"]
+        for c in schema_changes({"fields": old}, {"fields": new})
+    ]
+    return {"key": "fields", "kind": "schema", "label": "fields", "lines": lines, "f": None}
 
 
 def shown_options(field: Rec, *values: Any) -> Rec:
