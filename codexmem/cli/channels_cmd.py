@@ -64,6 +64,7 @@ def run_update(args: argparse.Namespace) -> int:
     from codexmem.cli.common import count, open_store
     from codexmem.errors import CodexmemError
     from codexmem.records import service
+    from codexmem.records.schema_diff import change_line
     from codexmem.store.ids import check_channel_id
     from codexmem.store.store import cli_actor
     from codexmem.timeutil import utcnow
@@ -86,7 +87,7 @@ def run_update(args: argparse.Namespace) -> int:
     head = "would change" if args.dry_run else f"changed (version {done.schema.version})"
     print(f"channel {channel} {head}:")
     for c in done.changes:
-        print(f"  {c['field'] + ': ' if c['field'] else ''}{c['change']}")
+        print(f"  {change_line(c)}")
     if done.refused:
         shown = ", ".join(done.refused[:REFUSED_SHOWN]) + (" ..." if len(done.refused) > REFUSED_SHOWN else "")
         print(

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from codexmem.errors import CodexmemError
 from codexmem.models.channel import ChannelSchema
-from codexmem.records.fields import validate_values
+from codexmem.records.fields import stored_item_problems
 from codexmem.store.check import Finding, StoreScan
 from codexmem.store.layout import CHANNEL, ITEM
 
@@ -32,11 +31,8 @@ def item_findings(scan: StoreScan) -> list[Finding]:
             unchecked[channel] = unchecked.get(channel, 0) + 1
             continue
         schema = ChannelSchema.model_validate(schemas[channel])
-        try:
-            validate_values(schema, data["values"], existing=None, relation_exists=item_in, partial=False)
-        except CodexmemError as exc:
-            for problem in exc.fields or [{"message": exc.message}]:
-                found.append(Finding(rel, "error", str(problem.get("message"))))
+        for problem in stored_item_problems(schema, data["values"], item_in):
+            found.append(Finding(rel, "error", str(problem.get("message"))))
     for channel, count in sorted(unchecked.items()):
         # Said once per channel: the schema's own error says what is wrong with it.
         items = "1 item" if count == 1 else f"{count} items"

@@ -603,6 +603,18 @@ def _check_uncut_total(values: Mapping[str, Any], out: _Failures) -> None:
         )
 
 
+def stored_item_problems(
+    schema: ChannelSchema, values: dict[str, Any], relation_exists: RelationExists
+) -> list[dict[str, Any]]:
+    """Why an item's stored values break ``schema`` ([] when they fit): one entry per failing
+    field. ``codexmem check`` and ``channels update`` judge items by this one rule."""
+    try:
+        validate_values(schema, values, existing=None, relation_exists=relation_exists, partial=False)
+    except CodexmemError as exc:
+        return list(exc.fields or [{"message": exc.message}])
+    return []
+
+
 def outdated_values(schema: ChannelSchema, existing: Mapping[str, Any], given: Mapping[str, Any]) -> list[str]:
     """What an edit keeps (the values it does not send) that ``schema`` no longer accepts: one
     message per field, naming it and the fix.

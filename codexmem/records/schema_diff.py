@@ -42,6 +42,11 @@ def schema_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Rec]:
     return changes
 
 
+def change_line(change: Rec) -> str:
+    """One change as plain text: ``owner: option ren (Ren) removed``."""
+    return f"{change['field']}: {change['change']}" if change["field"] else str(change["change"])
+
+
 def _renames(before: Mapping[str, Rec], after: Mapping[str, Rec]) -> dict[str, str]:
     """Old key -> new key, for a removed and an added field of the same label and type (one of each)."""
     gone = [k for k in before if k not in after]

@@ -17,7 +17,7 @@ from typing import Any
 from codexmem.errors import CodexmemError
 from codexmem.models.channel import ChannelSchema
 from codexmem.models.records import Item
-from codexmem.records.fields import outdated_values, validate_values
+from codexmem.records.fields import outdated_values, stored_item_problems, validate_values
 from codexmem.records.schema_diff import schema_changes
 from codexmem.records.values import (
     in_schema_order,
@@ -169,19 +169,12 @@ def _check_relation_targets(txn: Transaction, schema: ChannelSchema) -> None:
 def _refused_items(txn: Transaction, schema: ChannelSchema) -> list[str]:
     """The items of the channel whose values ``schema`` refuses, as ``codexmem check`` judges them."""
     index = txn.store.index
-    refused: list[str] = []
-    for row in index.select(ITEM, where={"channel": schema.record_channel_id}, order=[("id", False)]):
-        try:
-            validate_values(
-                schema,
-                row["values"],
-                existing=None,
-                relation_exists=lambda channel, rid: index.get(ITEM, rid, channel) is not None,
-                partial=False,
-            )
-        except CodexmemError:
-            refused.append(str(row["item_id"]))
-    return refused
+
+    def relation_exists(channel: str, rid: str) -> bool:
+        return index.get(ITEM, rid, channel) is not None
+
+    rows = index.select(ITEM, where={"channel": schema.record_channel_id}, order=[("id", False)])
+    return [str(row["item_id"]) for row in rows if stored_item_problems(schema, row["values"], relation_exists)]
 
 
 # ------------------------------------------------------------------------------------- reads

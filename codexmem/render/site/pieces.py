@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from codexmem.records.schema_diff import schema_changes
+from codexmem.records.schema_diff import change_line, schema_changes
 from codexmem.render.site.data import Rec, SiteData, file_slug, url_of
 from codexmem.render.textdiff import plain_value
 
@@ -129,10 +129,7 @@ def _schema_view(change: Rec) -> Rec:
     old, new = change.get("old"), change.get("new")
     if change["key"] != "fields" or change["kind"] != "value" or not (isinstance(old, list) and isinstance(new, list)):
         return _change_view(change, None)
-    lines = [
-        f"{c['field']}: {c['change']}" if c["field"] else c["change"]
-        for c in schema_changes({"fields": old}, {"fields": new})
-    ]
+    lines = [change_line(c) for c in schema_changes({"fields": old}, {"fields": new})]
     return {"key": "fields", "kind": "schema", "label": "fields", "lines": lines, "f": None}
 
 
