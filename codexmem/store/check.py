@@ -388,18 +388,21 @@ def _conflict_sides(name: str, setters: list[dict[str, Any]]) -> str:
     shown = [_show(v) for v in values]
     if len(setters) == 2 and shown[0] == shown[1]:  # cut to the same prefix: name the parts instead
         first, second = (f"{_who(e)} ({e['event_id']})" for e in setters)
-        parts = list(_differences(name, values[0], values[1]))
-        listed = "; ".join(f"{where} is {_show(x)} by {first}, {_show(y)} by {second}" for where, x, y in parts[:3])
-        return listed + (f" (and {len(parts) - 3} more)" if len(parts) > 3 else "")
+        parts = [
+            f"{where} is {_show(x)} by {first}, {_show(y)} by {second}" for where, x, y in _differences(name, *values)
+        ]
+        return _first_parts(parts)
     return "; ".join(f"{text} by {_who(e)} ({e['event_id']})" for text, e in zip(shown, setters, strict=True))
 
 
 def _disagreement(name: str, held: Any, wanted: Any) -> str:
     """``name is HELD but WANTED``, naming the parts that differ when the values are long."""
-    parts = list(_differences(name, held, wanted))
-    shown = "; ".join(f"{where} is {_show(x)} but {_show(y)}" for where, x, y in parts[:DIFFERENCES_SHOWN])
+    return _first_parts([f"{where} is {_show(x)} but {_show(y)}" for where, x, y in _differences(name, held, wanted)])
+
+
+def _first_parts(parts: list[str]) -> str:
     more = len(parts) - DIFFERENCES_SHOWN
-    return shown + (f" (and {more} more)" if more > 0 else "")
+    return "; ".join(parts[:DIFFERENCES_SHOWN]) + (f" (and {more} more)" if more > 0 else "")
 
 
 def _who(event: dict[str, Any]) -> str:
