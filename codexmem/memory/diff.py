@@ -497,7 +497,7 @@ class _Comparison:
             self._add(entry, "items_changed", changes=changes)
 
     def _channel(self, rid: str, old: Rec | None, new: Rec | None) -> None:
-        """A channel added or deleted, or its schema changed (by hand: there is no tool for it)."""
+        """A channel added or deleted, or its schema changed (``channels update``, or by hand)."""
         now = new if new is not None else old
         assert now is not None
         entry: Rec = {

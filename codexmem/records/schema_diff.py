@@ -1,9 +1,10 @@
-"""What changed in a channel's schema, in the words a reviewer reads: for ``codexmem diff``.
+"""What changed in a channel's schema, in the words a reviewer reads.
 
-A schema is edited by hand (docs/channels.md, "Changing a schema"), so a pull request that removes
-an option or renames a field must say so in its memory review; its raw YAML diff shows lines,
-not that ``severity`` became ``sev``. Each change is ``{"field": key or None, "change": text}``,
-in the schema's field order; values are plain text, escaped by whoever renders them.
+A schema is changed by ``codexmem channels update`` or by hand (docs/channels.md, "Changing a
+schema"). A pull request that removes an option or renames a field must say so in its review;
+the raw YAML diff shows lines, not that ``severity`` became ``sev``. The same words serve the
+command, the site's history and ``codexmem diff``. Each change is ``{"field": key or None,
+"change": text}``, in the schema's field order; plain text, escaped by whoever renders it.
 """
 
 from __future__ import annotations
@@ -24,18 +25,18 @@ def schema_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Rec]:
         if (old.get(key) or "") != (new.get(key) or ""):
             changes.append({"field": None, "change": f"{key} {_shown(old.get(key))} → {_shown(new.get(key))}"})
     before, after = _by(old.get("fields"), "key"), _by(new.get("fields"), "key")
-    renamed = _renames(before, after)
+    renamed_from = _renames(before, after)
     for key, f in after.items():
-        if key in renamed.values():
-            was = next(k for k, v in renamed.items() if v == key)
-            changes.append({"field": key, "change": f"renamed from {was}"})
-            changes += _field_changes(key, before[was], f)
+        if key in renamed_from:
+            changes.append({"field": key, "change": f"renamed from {renamed_from[key]}"})
+            changes += _field_changes(key, before[renamed_from[key]], f)
         elif key not in before:
             required = ", required" if f.get("is_required") else ""
             changes.append({"field": key, "change": f"added ({f.get('type')}{required})"})
         else:
             changes += _field_changes(key, before[key], f)
-    changes += [{"field": key, "change": "removed"} for key in before if key not in after and key not in renamed]
+    gone = set(renamed_from.values())
+    changes += [{"field": key, "change": "removed"} for key in before if key not in after and key not in gone]
     kept = [k for k in after if k in before]
     if not changes and kept != [k for k in before if k in after]:
         changes.append({"field": None, "change": "fields reordered"})
@@ -48,14 +49,14 @@ def change_line(change: Rec) -> str:
 
 
 def _renames(before: Mapping[str, Rec], after: Mapping[str, Rec]) -> dict[str, str]:
-    """Old key -> new key, for a removed and an added field of the same label and type (one of each)."""
+    """New key -> old key, for a removed and an added field of the same label and type (one of each)."""
     gone = [k for k in before if k not in after]
     came = [k for k in after if k not in before]
     pairs: dict[str, str] = {}
     for old_key in gone:
-        same = [k for k in came if _identity(after[k]) == _identity(before[old_key]) and k not in pairs.values()]
+        same = [k for k in came if _identity(after[k]) == _identity(before[old_key]) and k not in pairs]
         if len(same) == 1:
-            pairs[old_key] = same[0]
+            pairs[same[0]] = old_key
     return pairs
 
 
