@@ -191,7 +191,8 @@ def merge_values(base: Any, ours: Any, theirs: Any) -> tuple[Any, bool]:
     if sides[0] is not None and sides[1] is not None and sides[2] is not None:
         order = _merge_order(list(sides[0]), list(sides[1]), list(sides[2]))
         if order is not None:
-            gone = [i for i in {**sides[0], **sides[1], **sides[2]} if i not in order]
+            placed = set(order)
+            gone = [i for i in {**sides[0], **sides[1], **sides[2]} if i not in placed]
             merged, clean = _merge_slots(sides[0], sides[1], sides[2], [*order, *gone])
             if clean:
                 return [merged[i] for i in order if i in merged], True
