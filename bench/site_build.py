@@ -355,7 +355,8 @@ def creation_cost(folder: Path, count: int = 2000) -> float:
     were deleted costs several times more (ext4 skips inodes freed in the last minutes, one by
     one), so the same build takes seconds longer: this says which case a run measured.
     """
-    folder.mkdir(parents=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(dir=folder))  # a rerun with the same --keep gets a fresh one
     started = time.process_time()
     for n in range(count):
         sub = folder / f"f{n}"
@@ -493,7 +494,13 @@ def main() -> int:
             root = work / f"store-{size}"
             if not (root / "codexmem.yaml").is_file():
                 started = time.perf_counter()
-                generate(root, notes=size, items=size)
+                # Made aside and moved in whole: a run stopped halfway leaves no store that a
+                # rerun with the same --keep would take for a finished one.
+                partial = work / f".store-{size}.partial"
+                shutil.rmtree(partial, ignore_errors=True)
+                shutil.rmtree(root, ignore_errors=True)
+                generate(partial, notes=size, items=size)
+                partial.rename(root)
                 print(f"generated {size:,} notes and items in {time.perf_counter() - started:.1f} s", file=sys.stderr)
             out = work / f"site-{size}"
             _clear(root, out)
@@ -517,6 +524,9 @@ def main() -> int:
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
+        else:  # deleted after the builds: deleting files slows the next creations (see _clear)
+            for size in probes:
+                shutil.rmtree(work / f"probe-{size}", ignore_errors=True)
     print(
         "| notes (and items) | build | wall | CPU build / children | render | search after the pages"
         " | files written | codexmem peak | Pagefind peak | largest page |"
