@@ -683,3 +683,54 @@ async def test_the_tools_answer_over_stdio(tmp_path: Path) -> None:
     assert missing["error"]["code"] == "ERR_CHANNEL_NOT_FOUND"
     assert gone["error"]["code"] == "ERR_RECORD_NOT_FOUND"
     assert bad["error"]["code"] == "ERR_INVALID_INPUT" and bad["error"]["fields"][0]["field"] == "item_id"
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "field", "says"),
+    [
+        ("list_record_channels", {"after_id": "Bad"}, "after_id", "pattern"),
+        (
+            "list_record_items",
+            {"record_channel_id": "bugs", "before_id": "note_01KE6T7Q1RJHAEB2VWR68JYV1C"},
+            "before_id",
+            "pattern",
+        ),
+        ("poll_resource_events", {"record_channel_id": "Bugs!"}, "record_channel_id", "pattern"),
+        (
+            "edit_record_item",
+            {
+                "record_channel_id": "bugs",
+                "item_id": "item_01KE6T7Q1RJHAEB2VWR68JYV1C",
+                "values": {},
+                "expected_version": 1,
+                "idempotency_key": "k",
+                "session_id": "bad",
+            },
+            "session_id",
+            "sess_<ULID>",
+        ),
+        (
+            "memory_set_status",
+            {
+                "id": "note_01KE6T7Q1RJHAEB2VWR68JYV1C",
+                "kind": "note",
+                "status": "resolved",
+                "expected_version": 1,
+                "session_id": "bad",
+            },
+            "session_id",
+            "sess_<ULID>",
+        ),
+    ],
+)
+async def test_a_wrong_optional_argument_is_named_by_its_own_field(
+    tmp_path: Path, tool: str, args: dict[str, Any], field: str, says: str
+) -> None:
+    """Before, an optional id was a union with null, and its error named the union's branches:
+    ``session_id.function-after[check(), str]`` and a second, misleading ``session_id.none``."""
+    path, _ = bugs_store(tmp_path / "s", 1)
+    async with mcp_client(path) as client:
+        envelope = await call(client, tool, **args)
+    assert envelope["error"]["code"] == "ERR_INVALID_INPUT", envelope
+    [only] = envelope["error"]["fields"]
+    assert only["field"] == field and says in only["message"], only

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, WithJsonSchema
-from pydantic.json_schema import SkipJsonSchema
 
 from codexmem.errors import Warnings
 from codexmem.mcp.registry import ToolInput, ToolSpec
@@ -241,7 +240,7 @@ class SetStatusInput(ToolInput):
     expected_version: Annotated[int, Field(ge=1, description="the version you last read")]
     superseded_by: Annotated[str, Field(max_length=MAX_ID, description="the note that replaces this one")] = ""
     reason: Annotated[Short, Field(description="why, for retracted: shown to reviewers and on the site")] = ""
-    session_id: SessionId | SkipJsonSchema[None] = Field(
+    session_id: SessionId | None = Field(
         default=None, description="your session, so the change says who made it"
     )
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field
-from pydantic.json_schema import SkipJsonSchema
 
 from codexmem.errors import Warnings
 from codexmem.mcp.registry import ToolInput, ToolSpec
@@ -31,14 +30,14 @@ ItemId = Annotated[str, Field(pattern=r"^item_[0-9A-HJKMNP-TV-Z]{26}$", descript
 
 
 class ListChannelsInput(ToolInput):
-    after_id: ChannelId | SkipJsonSchema[None] = Field(
+    after_id: ChannelId | None = Field(
         default=None, description="next_after_id of the previous call; omit for the first channels"
     )
 
 
 class ListItemsInput(ToolInput):
     record_channel_id: ChannelId
-    before_id: ItemId | SkipJsonSchema[None] = Field(
+    before_id: ItemId | None = Field(
         default=None, description="next_before_id of the previous page; omit for the newest items"
     )
     limit: int = Field(default=20, ge=1, le=50, description="Items per page, 1-50 (default 20)")
@@ -60,14 +59,14 @@ class EditItemInput(ToolInput):
     idempotency_key: str = Field(
         min_length=1, max_length=200, description="A new unique string per intended edit; resend it on a retry"
     )
-    session_id: SessionId | SkipJsonSchema[None] = Field(
+    session_id: SessionId | None = Field(
         default=None, description="Your session (from memory_bootstrap_session), so the change says who made it"
     )
 
 
 class PollInput(ToolInput):
     since: int = Field(default=0, ge=0, description="next_since from the previous poll; 0 for everything")
-    record_channel_id: ChannelId | SkipJsonSchema[None] = Field(default=None, description="Only this channel")
+    record_channel_id: ChannelId | None = Field(default=None, description="Only this channel")
     limit: int = Field(default=100, ge=1, le=500, description="Events per call, 1-500 (default 100)")
 
 

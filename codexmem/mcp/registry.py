@@ -42,6 +42,8 @@ class ToolSpec:
 
     def input_schema(self) -> dict[str, Any]:
         schema: dict[str, Any] = _strip_titles(self.input_model.model_json_schema())
+        for name, prop in schema.get("properties", {}).items():
+            schema["properties"][name] = _omittable(prop)
         return schema
 
 
@@ -79,6 +81,23 @@ def _within(fields: list[dict[str, str]], budget: int) -> list[dict[str, str]]:
             break
         kept.append(entry)
     return kept
+
+
+def _omittable(prop: dict[str, Any]) -> dict[str, Any]:
+    """An optional argument (``X | None = None``) published as ``X``: a caller omits it, never sends null.
+
+    Declared ``X | None``, pydantic checks it as one nullable ``X``, so a wrong value is named by
+    its own field (``session_id``); declared ``X | SkipJsonSchema[None]`` it was a union, whose
+    errors named its branches (``session_id.function-after[check(), str]`` and ``session_id.none``).
+    """
+    branches = prop.get("anyOf")
+    if prop.get("default", ...) is not None or not isinstance(branches, list) or len(branches) != 2:
+        return prop
+    if {"type": "null"} not in branches:
+        return prop
+    other = next(b for b in branches if b != {"type": "null"})
+    rest = {k: v for k, v in prop.items() if k != "anyOf"}
+    return {**other, **rest}
 
 
 def _strip_titles(node: Any) -> Any:
