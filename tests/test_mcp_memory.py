@@ -363,6 +363,23 @@ async def test_bad_arguments_are_answered_with_an_envelope_naming_each_field(sto
             "nested": await call(client, "memory_search", query="x", scope={"system_id": boot["scope"]["system_id"]}),
             "path": await call(client, "memory_save_note", **base, importance=3, file_paths=["ok", "/etc/passwd"]),
             "id": await call(client, "memory_get_note", id="note_../../etc", kind="note"),
+            # No file's path holds a NUL: before, an absolute one answered an internal error, and a
+            # handoff stored ``a\0`` as its file.
+            "nul": await call(client, "memory_save_note", **base, importance=3, file_paths=["src/a.py\0"]),
+            "nul_absolute": await call(
+                client, "memory_save_note", **base, importance=3, file_paths=["ok", f"{web}/src/a.py\0"]
+            ),
+            "nul_handoff": await call(
+                client,
+                "memory_save_handoff",
+                **{k: base[k] for k in ("scope", "session_id")},
+                kind="final",
+                status="open",
+                task="t",
+                summary="s",
+                next_steps=["n"],
+                files_touched=["a\0"],
+            ),
         }
     fields = {k: [f["field"] for f in v["error"]["fields"]] for k, v in answers.items()}
     assert all(v["ok"] is False and v["error"]["code"] == "ERR_INVALID_INPUT" for v in answers.values())
@@ -376,7 +393,11 @@ async def test_bad_arguments_are_answered_with_an_envelope_naming_each_field(sto
         "nested": ["scope.project_id", "scope.workspace_id"],
         "path": ["file_paths[1]"],
         "id": ["id"],
+        "nul": ["file_paths[0]"],
+        "nul_absolute": ["file_paths[1]"],
+        "nul_handoff": ["files_touched[0]"],
     }
+    assert "NUL" in answers["nul_absolute"]["error"]["message"]
     assert answers["unknown"]["error"]["fields"][0]["message"] == "unknown argument"
 
 

@@ -72,7 +72,7 @@ def in_work_tree(config: StoreConfig, store_root: Path, project_id: str, paths: 
     for raw in paths:
         path = posixpath.normpath(raw.strip().replace("\\", "/"))
         found = raw
-        if posixpath.isabs(path):
+        if posixpath.isabs(path) and "\0" not in path:  # a NUL is refused by normalize_paths, named
             for candidate in (path, posixpath.normpath(os.path.realpath(path))):
                 base = next((b for b in bases if candidate.startswith(b + "/")), None)
                 if base is not None:

@@ -56,6 +56,9 @@ def normalize_paths(paths: Sequence[str], field: str) -> list[str]:
         path = raw.strip().replace("\\", "/")
         if not path:
             continue
+        if "\0" in path:
+            bad.append({"field": f"{field}[{i}]", "message": "must not hold a NUL character (no file's path can)"})
+            continue
         if path.startswith("/") or _DRIVE.match(path):
             bad.append(
                 {
