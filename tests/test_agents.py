@@ -229,9 +229,18 @@ def test_cli_writes_and_checks_an_agents_md_linked_to_a_file_of_the_repository(s
 
 
 def test_project_target_needs_a_git_work_tree(tmp_path: Path) -> None:
+    (tmp_path / "not-a-repo").mkdir()
     with pytest.raises(CodexmemError) as info:
         project_agents_path(str(tmp_path / "not-a-repo"))
     assert info.value.code == "ERR_INVALID_TARGET"
+    with pytest.raises(CodexmemError) as info:
+        project_agents_path(str(tmp_path / "not-there"))
+    assert info.value.code == "ERR_INVALID_INPUT" and info.value.fields == [
+        {
+            "field": "cwd",
+            "message": f"{tmp_path / 'not-there'} is not a folder on this machine: send the folder the agent works in",
+        }
+    ]
     repo = tmp_path / "repo"
     (repo / "src").mkdir(parents=True)
     subprocess.run(["git", "init", "-q", str(repo)], check=True)

@@ -401,6 +401,31 @@ async def test_bad_arguments_are_answered_with_an_envelope_naming_each_field(sto
     assert answers["unknown"]["error"]["fields"][0]["message"] == "unknown argument"
 
 
+@pytest.mark.parametrize(
+    ("cwd", "says"),
+    [
+        ("relative/path", "must be an absolute path"),
+        ("/nonexistent/zzz", "is not a folder on this machine"),
+        ("WEB\0junk", "must not hold a NUL character"),
+    ],
+)
+async def test_a_cwd_that_names_no_folder_is_refused_and_writes_no_session(
+    store_path: Path, web: Path, cwd: str, says: str
+) -> None:
+    """Before, each was taken: a relative path against the server's own folder, and a folder that
+    is not there as a project of its own (``proj_zzz_…``), each bootstrap writing a session to it."""
+    cwd = cwd.replace("WEB", str(web))
+    async with mcp_client(store_path) as client:
+        boot = await call(client, "memory_bootstrap_session", cwd=cwd, task="t")
+        resolved = await call(client, "memory_resolve_scope", cwd=cwd)
+        inside = await call(client, "memory_bootstrap_session", cwd=str(web / "src" / "not-yet-made"), task="t")
+    for envelope in (boot, resolved):
+        assert envelope["error"]["code"] == "ERR_INVALID_INPUT", envelope
+        assert envelope["error"]["fields"][0]["field"] == "cwd" and says in envelope["error"]["message"]
+    assert inside["ok"], "a folder not made yet inside the work tree is the work tree's"
+    assert len(Store(store_path).fresh_index().select(SESSION)) == 1
+
+
 # ------------------------------------------------------------------ search
 
 

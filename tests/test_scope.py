@@ -64,6 +64,8 @@ def test_a_remote_names_one_project_across_spellings_and_clones(store: Store, tm
 def test_two_repositories_both_called_app_are_two_projects(store: Store, tmp_path: Path) -> None:
     one, _ = resolve(store, make_repo(tmp_path / "x" / "app", remote="git@github.com:alpha/app.git"))
     two, _ = resolve(store, make_repo(tmp_path / "y" / "app", remote="git@github.com:beta/app.git"))
+    (tmp_path / "p" / "app").mkdir(parents=True)
+    (tmp_path / "q" / "app").mkdir(parents=True)
     local_one, _ = resolve(store, (tmp_path / "p" / "app"))
     local_two, _ = resolve(store, (tmp_path / "q" / "app"))
     ids = {one.project_id, two.project_id, local_one.project_id, local_two.project_id}

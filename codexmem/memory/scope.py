@@ -14,7 +14,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from codexmem.errors import CodexmemError, Warnings, invalid_input
-from codexmem.gitrepo import RepoInfo, discover_repository, name_from_remote, normalize_path, normalize_remote
+from codexmem.gitrepo import (
+    RepoInfo,
+    discover_repository,
+    find_git_root,
+    name_from_remote,
+    normalize_path,
+    normalize_remote,
+)
 from codexmem.models.config import ProjectDecl, StoreConfig
 from codexmem.models.records import ScopeRef
 from codexmem.store.ids import project_identity_key, scope_id, system_identity
@@ -66,9 +73,7 @@ def resolve_scope(
     system_name_hint: str = "",
 ) -> Scope:
     """Resolve ``cwd`` to a scope; ERR_SCOPE_CONFLICT rather than silently merging two identities."""
-    if not cwd.strip():
-        raise invalid_input("cwd", "must not be blank")
-    repo = discover_repository(os.path.abspath(cwd.strip()))
+    repo = discover_repository(checked_cwd(cwd))
     git_remote = normalize_remote(repo.remote)
     explicit = normalize_remote(repo_remote)
     if explicit and git_remote and explicit not in repo_remotes(repo):
@@ -108,6 +113,26 @@ def resolve_scope(
         branch_name=branch_name.strip() or repo.branch,
         resolved_by=resolved_by,
     )
+
+
+def checked_cwd(cwd: str) -> str:
+    """``cwd`` as an absolute folder, or ERR_INVALID_INPUT naming it.
+
+    A folder outside any repository that is not there (a typo, another machine's path) or a
+    relative one (read against the server's own folder) would otherwise make up a project and
+    write sessions to it. One not there yet inside a work tree is the work tree's, as git reads it.
+    """
+    path = cwd.strip()
+    if not path:
+        raise invalid_input("cwd", "must not be blank")
+    if "\0" in path:
+        raise invalid_input("cwd", "must not hold a NUL character")
+    if not os.path.isabs(path):
+        raise invalid_input("cwd", f"must be an absolute path (the folder the agent works in), got {path[:200]!r}")
+    folder = os.path.abspath(path)  # ``src/..`` as git and the agent read it
+    if not os.path.isdir(folder) and find_git_root(folder) is None:
+        raise invalid_input("cwd", f"{path[:200]} is not a folder on this machine: send the folder the agent works in")
+    return folder
 
 
 def declared_project(

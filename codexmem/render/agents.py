@@ -484,8 +484,9 @@ def global_agents_path() -> Path:
 def project_agents_path(cwd: str) -> Path:
     """AGENTS.md at the git root of ``cwd``; a model-supplied path outside a work tree is refused."""
     from codexmem.gitrepo import find_git_root
+    from codexmem.memory.scope import checked_cwd
 
-    root = find_git_root(cwd)
+    root = find_git_root(checked_cwd(cwd))
     if root is None:
         raise CodexmemError(
             "ERR_INVALID_TARGET",
