@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from merge_fixtures import Repo, errors, new_repo
 
+from codexmem.records import service
 from codexmem.store.layout import NOTE
 from codexmem.store.resolve import resolve
 
@@ -181,6 +182,42 @@ def test_a_branch_that_goes_on_after_a_squash_merge_is_settled_by_resolve(repo: 
     titles = {n["title"] for n in repo.store().fresh_index().select(NOTE)}
     assert titles == {"Round the sum, not each line", "Invoices are the legal document"}
     assert repo.values(bug) == {"title": "Totals off by a cent", "status": "new", "owner": "aiko", "severity": "s2"}
+
+
+@pytest.mark.parametrize("kept", ["edit", "deletion"])
+def test_a_deletion_against_an_edit_is_an_error_until_resolve_records_the_choice(repo: Repo, kept: str) -> None:
+    """One branch deletes a bug, another edits it: git stops (modify/delete) and the person keeps
+    one side. Before, keeping the edited file dropped the deletion with ``check ok``, and keeping
+    the deletion dropped the edit with a warning only."""
+    bug = repo.item(title="Checkout hangs")
+    repo.commit("a bug")
+    repo.branch("drop")
+    service.delete_item(repo.store(), "bugs", bug, actor="cli", now=repo.now())
+    repo.commit("drop the bug")
+    repo.branch("triage", "main")
+    repo.edit(bug, status="triaged")
+    repo.commit("triage the bug")
+    repo.checkout("main")
+    assert repo.land("drop", "merge") == []
+    item = repo.item_path(bug).relative_to(repo.path).as_posix()
+    assert repo.land("triage", "merge") == [item]
+    # While git waits (modify/delete), the work tree holds the edited file: said at once.
+    assert ["merge kept the file, dropping the deletion" in f for f in errors(repo.check())] == [True]
+    if kept == "edit":
+        repo.git("add", item)
+    else:
+        repo.git("rm", "-q", item)
+    repo.commit("merge triage")
+    [error] = errors(repo.check())
+    said = "merge kept the file, dropping the deletion" if kept == "edit" else "merge kept the deletion, dropping"
+    assert said in error and "`codexmem resolve`" in error
+    done = resolve(repo.store())
+    assert [r.what for r in done] == ["restored" if kept == "edit" else "deleted"]
+    assert errors(repo.check()) == [] and repo.check().warnings == []
+    if kept == "edit":
+        assert repo.values(bug)["status"] == "triaged"
+    else:
+        assert not repo.item_path(bug).exists()
 
 
 def test_every_pair_of_fields_merges_cleanly() -> None:

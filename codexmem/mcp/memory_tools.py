@@ -240,9 +240,7 @@ class SetStatusInput(ToolInput):
     expected_version: Annotated[int, Field(ge=1, description="the version you last read")]
     superseded_by: Annotated[str, Field(max_length=MAX_ID, description="the note that replaces this one")] = ""
     reason: Annotated[Short, Field(description="why, for retracted: shown to reviewers and on the site")] = ""
-    session_id: SessionId | None = Field(
-        default=None, description="your session, so the change says who made it"
-    )
+    session_id: SessionId | None = Field(default=None, description="your session, so the change says who made it")
 
 
 class EndSessionInput(ToolInput):

@@ -240,8 +240,18 @@ def _check_history(scan: StoreScan, key: tuple[str, str], events: list[dict[str,
         return
     found = scan.records.get(key)
     expected = expected_state(events)
+    split = expected.deleted_and_changed() if expected is not None else None
     if found is None:
-        if expected is not None and not expected.deleted and not _unreadable(scan, kind, rid, events):
+        if split is not None and not _unreadable(scan, kind, rid, events):
+            deleting, changing = split
+            scan.error(
+                _record_path(kind, rid, events),
+                f"was changed by {_who(changing)} ({changing['event_id']}) on one branch and deleted by "
+                f"{_who(deleting)} ({deleting['event_id']}) on another, and the merge kept the deletion, dropping "
+                "the change: restore the file from the branch that changed it, or run `codexmem resolve` to "
+                "record the deletion",
+            )
+        elif expected is not None and not expected.deleted and not _unreadable(scan, kind, rid, events):
             last = max(expected.heads, key=lambda e: e["at"])
             scan.warn(
                 _record_path(kind, rid, events),
@@ -256,6 +266,15 @@ def _check_history(scan: StoreScan, key: tuple[str, str], events: list[dict[str,
             scan.warn(rel, f"version {data['version']} has no event of format 2 (`codexmem migrate` records one)")
         else:  # nothing is lost, it is only not recorded (added by hand, or a write cut short)
             scan.warn(rel, f"no event records this {kind_name} (added by hand?): run `codexmem resolve` to record it")
+        return
+    if split is not None:
+        deleting, changing = split
+        scan.error(
+            rel,
+            f"was deleted by {_who(deleting)} ({deleting['event_id']}) on one branch and changed by "
+            f"{_who(changing)} ({changing['event_id']}) on another, and the merge kept the file, dropping the "
+            "deletion: delete the file, or keep it; then run `codexmem resolve` to record which",
+        )
         return
     if expected.deleted:
         last = max(expected.heads, key=lambda e: e["at"])

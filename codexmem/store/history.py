@@ -70,6 +70,18 @@ class Expected:
     deleted: bool
     """Every head deletes the record."""
 
+    def deleted_and_changed(self) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """The latest deleting head and the latest other head, when branches disagree on deleting it.
+
+        One branch deleted the record and another changed it: a merge keeps the file or its
+        deletion, and either way drops the other side unless a resolution follows both heads.
+        """
+        deleting = [h for h in self.heads if h["type"] == "deleted"]
+        kept = [h for h in self.heads if h["type"] != "deleted"]
+        if not deleting or not kept:
+            return None
+        return max(deleting, key=lambda e: e["at"]), max(kept, key=lambda e: e["at"])
+
 
 def graph_events(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """The events that take part in the graph (format 2 lines; format 1 lines have no parents)."""

@@ -45,7 +45,14 @@ def resolve(store: Store) -> list[Resolution]:
     """
     scan = scan_store(store.root)
     readable = {rel for rel, _ in scan.records.values()}
-    unreadable = [f for f in scan.findings if f.level == "error" and _is_record_path(f.path) and f.path not in readable]
+    unreadable = [
+        f
+        for f in scan.findings
+        if f.level == "error"
+        and _is_record_path(f.path)
+        and f.path not in readable
+        and (store.root / f.path).exists()  # a record file gone (a deletion kept) is for resolve to record
+    ]
     if unreadable:
         first = unreadable[0]
         more = f" (and {len(unreadable) - 1} more)" if len(unreadable) > 1 else ""
@@ -96,9 +103,10 @@ def _resolve_one(store: Store, txn: Transaction, scan: StoreScan, key: tuple[str
         event = _event(store, txn, kind, rid, channel, "created", int(data["version"]), created_fields(fields), [], 0)
         txn.record(kind, rid, channel, event, None)
         return Resolution(rel, kind_name, rid, "created", tuple(sorted(fields)), int(data["version"]))
-    if not expected.deleted and not history_problems(kind, data, expected):
+    split = expected.deleted_and_changed() is not None
+    if not expected.deleted and not split and not history_problems(kind, data, expected):
         return None
-    if expected.deleted:
+    if expected.deleted or split:  # kept against a deletion: every value recorded, after both sides
         values, what = created_fields(fields), "restored"
     else:
         values = {}
