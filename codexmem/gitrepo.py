@@ -2,13 +2,15 @@
 
 Scope resolution runs on every bootstrap, so this module never spawns ``git``: it walks up from the
 working directory looking for ``.git`` and reads the few plain files it needs (``.git`` gitfiles,
-``commondir``, ``config``, ``HEAD``). Every read is tolerant: an unreadable or odd file simply yields
-"unknown" (empty remote, empty branch) instead of an exception, because a weak scope is better than
-a failed bootstrap.
+``commondir``, ``config``, ``HEAD``; on a detached HEAD a rebase's ``head-name`` and the end of
+HEAD's reflog). Every read is tolerant: an unreadable or odd file simply yields "unknown" (empty
+remote, empty branch) instead of an exception, because a weak scope is better than a failed
+bootstrap.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import posixpath
 import re
@@ -25,12 +27,15 @@ __all__ = [
     "normalize_path",
     "normalize_remote",
     "read_branch",
+    "work_branch",
 ]
 
 # Small metadata files (.git gitfile, HEAD, commondir) are tiny; a cap keeps a hostile or corrupt
 # file from costing time. Config files can legitimately be larger.
 _SMALL_FILE_LIMIT = 64 * 1024
 _CONFIG_LIMIT = 4 * 1024 * 1024
+# Only the end of HEAD's reflog is read, for where a detached HEAD was checked out.
+_REFLOG_TAIL = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -216,6 +221,66 @@ def head_commit(git_dir: Path, common_dir: Path | None = None) -> str | None:
         sha, _, name = entry.partition(" ")
         if name == ref and _SHA_RE.match(sha):
             return sha
+    return None
+
+
+def rebased_branch(git_dir: Path) -> str:
+    """The branch a rebase in progress replays (HEAD is detached meanwhile), or ``""``.
+
+    Git writes it to ``rebase-merge/head-name`` (``rebase-apply/`` for ``--apply``) in the work
+    tree's own git dir; a rebase of a detached HEAD writes ``detached HEAD`` there: no branch.
+    """
+    prefix = "refs/heads/"
+    for state in ("rebase-merge", "rebase-apply"):
+        line = _first_line(git_dir / state / "head-name")
+        if line and line.startswith(prefix) and line[len(prefix) :] not in ("", ".invalid"):
+            return line[len(prefix) :]
+    return ""
+
+
+def work_branch(git_dir: Path) -> str:
+    """A name for the work checked out, for the files it writes: the branch; during a rebase the
+    branch being rebased; on another detached HEAD (``git checkout <commit>``, a bisect, a CI
+    checkout) ``detached-<commit>-<checkout>``, where ``<checkout>`` tells apart two checkouts of
+    one commit. That name holds from the checkout that detached HEAD (read from HEAD's reflog) to
+    the next, through commits made on top; without a reflog it is HEAD's commit alone. ``detached``
+    when not even the commit can be read."""
+    branch = read_branch(git_dir) or rebased_branch(git_dir)
+    if branch:
+        return branch
+    checkout = _detaching_checkout(git_dir)
+    if checkout is not None:
+        commit, line = checkout
+        return f"detached-{commit[:12]}-{hashlib.sha256(line.encode()).hexdigest()[:6]}"
+    head = head_commit(git_dir)
+    return f"detached-{head[:12]}" if head else "detached"
+
+
+def _detaching_checkout(git_dir: Path) -> tuple[str, str] | None:
+    """The latest entry of HEAD's reflog that moved HEAD by a checkout (or made it: a clone, a
+    ``git worktree add``), as (the commit it checked out, the whole line); None when the reflog is
+    missing, or its end names none."""
+    path = git_dir / "logs" / "HEAD"
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        with open(path, "rb") as fh:
+            fh.seek(max(0, st.st_size - _REFLOG_TAIL))
+            data = fh.read(_REFLOG_TAIL)
+    except (OSError, ValueError):
+        return None
+    lines = data.decode("utf-8", errors="replace").splitlines()
+    if st.st_size > _REFLOG_TAIL:
+        lines = lines[1:]  # the first one read is likely cut
+    for line in reversed(lines):
+        head, _, message = line.partition("\t")
+        old, _, rest = head.partition(" ")
+        new = rest.split(" ", 1)[0]
+        if not (_SHA_RE.match(old) and _SHA_RE.match(new)):
+            continue
+        if message.startswith("checkout:") or not old.strip("0"):
+            return new, line
     return None
 
 

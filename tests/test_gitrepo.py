@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -335,6 +336,67 @@ def test_detached_head_has_no_branch(tmp_path: Path) -> None:
     assert info.branch == ""
     assert info.root == repo
     assert info.remote == "https://github.com/example/proj"
+
+
+def _branch_apart_from_main(repo: Path, branch: str) -> None:
+    """``branch`` and ``main`` change one line apart (rebasing the branch stops on it); on ``main``."""
+    git(repo, "checkout", "-q", "-b", branch)
+    (repo / "README.md").write_text("branch\n")
+    git(repo, "commit", "-q", "-am", "branch")
+    git(repo, "checkout", "-q", "main")
+    (repo / "README.md").write_text("main\n")
+    git(repo, "commit", "-q", "-am", "main")
+
+
+@pytest.mark.parametrize("backend", ["--merge", "--apply"])
+@pytest.mark.parametrize("in_worktree", [False, True])
+def test_a_rebase_is_named_by_the_branch_it_replays(tmp_path: Path, backend: str, in_worktree: bool) -> None:
+    """HEAD is detached while a rebase stops on a conflict; the events written then (``codexmem
+    resolve``) belong to the branch being rebased, which git keeps in the work tree's own git dir."""
+    repo = make_repo(tmp_path / "proj", commit=True)
+    _branch_apart_from_main(repo, "feat/Payment_enum")
+    work = repo
+    if in_worktree:
+        work = tmp_path / "wt"
+        git(repo, "worktree", "add", "-q", str(work), "feat/Payment_enum")
+    else:
+        git(repo, "checkout", "-q", "feat/Payment_enum")
+    done = subprocess.run(["git", "rebase", backend, "main"], cwd=work, env=_GIT_ENV, capture_output=True, check=False)
+    assert done.returncode != 0  # stopped on the conflict
+    info = discover_repository(work)
+    assert info.git_dir is not None and info.branch == ""  # detached
+    assert gitrepo.work_branch(info.git_dir) == "feat/Payment_enum"
+    if in_worktree:  # the main work tree is not rebasing
+        assert gitrepo.work_branch(repo / ".git") == "main"
+    git(work, "rebase", "--abort")
+    assert gitrepo.work_branch(info.git_dir) == "feat/Payment_enum"
+
+
+def test_a_detached_head_is_named_by_the_checkout_that_detached_it(tmp_path: Path) -> None:
+    """Not a branch, so not ``detached`` for all of them (two pull requests would add that one
+    file): ``detached-<commit>-<checkout>``, the same through commits on top, another for another
+    checkout, even of the same commit; a rebase of a detached HEAD keeps it."""
+    repo = make_repo(tmp_path / "proj", commit=True)
+    git_dir = repo / ".git"
+    assert gitrepo.work_branch(git_dir) == "main"
+    start = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-q", "--detach")
+    name = gitrepo.work_branch(git_dir)
+    assert re.fullmatch(rf"detached-{start[:12]}-[0-9a-f]{{6}}", name), name
+    (repo / "a.txt").write_text("a\n")
+    git(repo, "add", "a.txt")
+    git(repo, "commit", "-q", "-m", "on top")
+    git(repo, "reset", "-q", "--hard", "HEAD")
+    assert gitrepo.work_branch(git_dir) == name
+    git(repo, "switch", "-q", "-c", "p1")
+    assert gitrepo.work_branch(git_dir) == "p1"
+    git(repo, "checkout", "-q", start)
+    again = gitrepo.work_branch(git_dir)
+    assert again != name and again.startswith(f"detached-{start[:12]}-")
+    (git_dir / "logs" / "HEAD").unlink()  # no reflog (core.logAllRefUpdates off): the commit alone
+    assert gitrepo.work_branch(git_dir) == f"detached-{start[:12]}"
+    (git_dir / "HEAD").write_text("garbage\n")
+    assert gitrepo.work_branch(git_dir) == "detached"
 
 
 def test_worktree_shares_the_main_repository_remote(tmp_path: Path) -> None:

@@ -8,10 +8,14 @@ both sides' changes must be there.
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
 from merge_fixtures import Repo, errors, new_repo
+from records_fixtures import run_cli
+from store_fixtures import GIT_ENV
 
 from codexmem.records import service
 from codexmem.store.layout import NOTE
@@ -156,6 +160,105 @@ def test_the_rebase_button_stops_on_the_version_line_of_a_record_both_branches_c
     assert repo.land("triage", "merge") == []
     assert errors(repo.check()) == []
     assert repo.values(bug) == BOTH_SIDES
+
+
+def _cli(repo: Repo, *args: str) -> str:
+    """The real CLI in the work tree, as the person types it; its output (it must succeed)."""
+    done = run_cli(*args, cwd=repo.path, env=GIT_ENV)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def _take_theirs(path: Path) -> None:
+    """Settle each conflict of a file by hand, keeping the side being replayed."""
+    text = path.read_text()
+    path.write_text(re.sub(r"<<<<<<< [^\n]*\n.*?=======\n(.*?)>>>>>>> [^\n]*\n", r"\1", text, flags=re.S))
+
+
+def _events_added(repo: Repo, branch: str) -> list[str]:
+    """The events files a pull request of ``branch`` into ``main`` adds or changes."""
+    return repo.git("diff", "--name-only", f"main...{branch}", "--", ".codexmem/events").split()
+
+
+def test_two_pull_requests_rebased_in_one_clone_each_settled_by_resolve_merge_cleanly(repo: Repo) -> None:
+    """One clone rebases two branches onto main, settling the version line of each with ``codexmem
+    resolve``. HEAD is detached during a rebase: resolve wrote to one ``<month>.detached.jsonl``
+    that both pull requests then added, and the second met ``CONFLICT (add/add)`` at the merge
+    button. The events of a rebase go to the file of the branch being rebased."""
+    first = repo.item(title="Crash on save")
+    second = repo.item(title="Memory leak")
+    repo.commit("two bugs")
+    for branch, bug in (("f1", first), ("f2", second)):
+        repo.branch(branch)
+        _cli(repo, "items", "edit", "bugs", bug, "--json", '{"owner": "ren"}')
+        repo.commit(branch)
+    repo.checkout("main")
+    repo.person("Aiko Tanaka")  # a teammate's work, merged first: two changes to each bug
+    for bug in (first, second):
+        repo.edit(bug, points=1)
+        repo.edit(bug, points=2)
+    repo.commit("points")
+    repo.person("Alice Smith")
+
+    for branch, bug in (("f1", first), ("f2", second)):
+        repo.checkout(branch)
+        repo.git("rebase", "main", check=False)  # stops on the version line (2 against main's 3)
+        conflicted = repo.git("diff", "--name-only", "--diff-filter=U").split()
+        assert conflicted == [repo.item_path(bug).relative_to(repo.path).as_posix()]
+        assert (repo.path / ".git" / "rebase-merge" / "head-name").read_text() == f"refs/heads/{branch}\n"
+        _take_theirs(repo.item_path(bug))
+        assert "recorded" in _cli(repo, "resolve")
+        repo.git("add", "-A")
+        repo.git("-c", "core.editor=true", "rebase", "--continue")
+    # The files each pull request adds, by the branch in their names (<month>.<branch>.jsonl).
+    added = {branch: {Path(f).name.split(".")[1] for f in _events_added(repo, branch)} for branch in ("f1", "f2")}
+
+    repo.checkout("main")
+    assert repo.merge("f1") == []
+    assert repo.merge("f2") == []  # before: CONFLICT (add/add) in <month>.detached.jsonl
+    assert added == {"f1": {"f1"}, "f2": {"f2"}}  # each its own, no detached one
+    assert "0 errors, 0 warnings" in _cli(repo, "check")
+    assert errors(repo.check()) == [] and repo.check().warnings == []
+    for bug, title in ((first, "Crash on save"), (second, "Memory leak")):
+        assert repo.values(bug) == {"title": title, "status": "new", "owner": "ren", "points": 2}
+        assert repo.version(bug) == 4  # past main's 3: resolve recorded the owner after both points
+    resolved = [e for e in repo.events() if e["type"] == "resolved"]
+    assert len(resolved) == 2 and {e["id"] for e in resolved} == {first, second}
+
+
+def test_work_on_two_checkouts_of_one_commit_lands_as_two_pull_requests_cleanly(repo: Repo) -> None:
+    """A detached HEAD (``git checkout <commit>``, a bisect, a CI checkout) is no branch: its events
+    file is named after the checkout that detached HEAD, so work begun twice on one commit and
+    turned into two pull requests adds two files, while each one's writes, commits between them
+    included, keep to one file."""
+    bug = repo.item(title="Checkout hangs")
+    repo.commit("a bug")
+    repo.git("tag", "v1")
+    files = []
+    for branch, values in (
+        ("p1", [{"owner": "mika"}, {"points": 3}]),
+        ("p2", [{"severity": "s2"}, {"due": "2026-03-20"}]),
+    ):
+        repo.checkout("v1")  # detached
+        for value in values:  # a commit between two writes does not start another file
+            _cli(repo, "items", "edit", "bugs", bug, "--json", json.dumps(value))
+            repo.commit(f"{branch}: {value}")
+        repo.git("switch", "-q", "-c", branch)
+        files.append(_events_added(repo, branch))
+    repo.checkout("main")
+    assert repo.merge("p1") == []
+    assert repo.merge("p2") == []  # before: CONFLICT (add/add) in <month>.detached.jsonl
+    [[first], [second]] = files  # one file each
+    assert first != second and all(Path(f).name.split(".")[1].startswith("detached-") for f in (first, second))
+    assert "0 errors, 0 warnings" in _cli(repo, "check")
+    assert repo.values(bug) == {
+        "title": "Checkout hangs",
+        "status": "new",
+        "owner": "mika",
+        "points": 3,
+        "severity": "s2",
+        "due": "2026-03-20",
+    }
 
 
 def test_a_branch_that_goes_on_after_a_squash_merge_is_settled_by_resolve(repo: Repo) -> None:

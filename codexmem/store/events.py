@@ -1,9 +1,10 @@
 """The append-only events log: JSON lines, one file per writer, month and branch.
 
 A writer (an author in one clone) appends only to its own folder, and, inside it, to the file of
-the month and of the branch checked out: two pull requests from the same clone append to two
-different files, so no file is ever appended to by two branches and a hosting service's plain
-text merge never conflicts on the log. Readers deduplicate by ``event_id``.
+the month and of the branch checked out (during a rebase, the branch being rebased; on another
+detached HEAD, that checkout: ``gitrepo.work_branch``): two pull requests from the same clone
+append to two different files, so no file is ever appended to by two branches and a hosting
+service's plain text merge never conflicts on the log. Readers deduplicate by ``event_id``.
 
 Format 2 events carry what a change was: its author, the version it was based on and the events
 it follows (``base``, ``parents``: history is a graph, two branches each add a version 2), and the

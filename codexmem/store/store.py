@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from codexmem.errors import CodexmemError, validation_fields
-from codexmem.gitrepo import discover_repository, read_branch
+from codexmem.gitrepo import discover_repository, work_branch
 from codexmem.models.config import STORE_FORMAT, StoreConfig
 from codexmem.store import events as ev
 from codexmem.store.atomic import (
@@ -443,14 +443,16 @@ class Store:
         return self._writer
 
     def branch(self) -> str | None:
-        """The branch checked out where the store lives (read from HEAD on every write); None outside git."""
+        """The branch checked out where the store lives (read from HEAD on every write); None outside
+        git. During a rebase it is the branch being rebased, and on another detached HEAD a name of
+        that checkout (``detached-<commit>-<checkout>``): see :func:`codexmem.gitrepo.work_branch`."""
         if self._branch != AUTO:
             return self._branch
         if self._git_dir == AUTO:
             self._git_dir = discover_repository(self.root).git_dir
         if not isinstance(self._git_dir, Path):
             return None
-        return read_branch(self._git_dir) or "detached"
+        return work_branch(self._git_dir)
 
     def shard(self, at: str) -> str:
         """The events file a write at ``at`` appends to: this writer's, of that month and branch."""
