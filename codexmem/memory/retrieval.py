@@ -23,7 +23,7 @@ from codexmem.memory.anchors import Staleness
 from codexmem.memory.handoffs import handoff_view
 from codexmem.memory.lifecycle import recover_idle_sessions
 from codexmem.memory.notes import PREVIEW_CHARS, note_view
-from codexmem.memory.related import related_sources
+from codexmem.memory.related import RelatedSource, related_sources
 from codexmem.memory.scope import resolve_scope
 from codexmem.memory.sessions import open_session, session_view
 from codexmem.memory.text import required_text, unique
@@ -48,8 +48,13 @@ BY_VALUE = (("importance", True), ("created_at", True), ("id", True))
 BY_TIME = (("created_at", True), ("id", True))
 MAX_QUERY_WORDS = 32
 CURSOR_ID_CHARS = 8
-"""A search's ``next_cursor`` is ``<offset>.<id>``, the id a digest of the search's arguments."""
-MAX_CURSOR_OFFSET = 9999
+"""A search's ``next_cursor`` is ``<window>.<position>.<id>``, the id a digest of the search's arguments."""
+MAX_CURSOR_DIGITS = 6
+"""Of a cursor's window and position each (a window holds at most a few hundred results per source)."""
+WINDOW_PER_RESULT = 5
+MIN_WINDOW = 50
+"""A search ranks its matches in windows of each source's newest ``max(5 x limit, 50)``: the first
+page costs as much however many records match, and each window is ranked like the first."""
 
 # Ranking: workspace > project > related, live states first, then importance, recency, relevance.
 SCOPE_POINTS = {"workspace": 100, "project": 70, "related": 20}
@@ -254,14 +259,19 @@ def search(
 ) -> dict[str, Any]:
     """``memory_search``: full-text search over this project's notes (and handoffs), ranked.
 
-    A page that stops early (``has_more``) gives ``next_cursor``: the same search with it returns
-    the next results of the same ranking, since every argument but the cursor must be the same.
+    The matches are ranked a window at a time: window 0 holds the newest ``max(5 x limit, 50)``
+    matches of each source (this project's notes, its handoffs, each related store), window 1 the
+    next older ones, and so on; the results are window 0's ranking, then window 1's, and so on. A
+    page that stops early (``has_more``) gives ``next_cursor``, the window and position of its
+    first result not shown: the same search with it returns the next results of that order, so
+    the pages together hold every match once (the first page never looks past window 0). Every
+    argument but the cursor must be the same.
     """
     words = unique(w.lower() for w in re.findall(r"\w+", required_text(query, "query")))[:MAX_QUERY_WORDS]
     asked = [words, sorted(types), sorted(states), min_importance, limit, include_handoffs]
     asked += [include_related_projects, intent, scope.project_id, scope.workspace_id]
     search_id = hashlib.sha256(json.dumps(asked).encode("utf-8")).hexdigest()[:CURSOR_ID_CHARS]
-    offset = _cursor_offset(cursor, search_id)
+    window, position = _cursor_position(cursor, search_id)
     note_filter: dict[str, Sequence[str]] = {"project_id": [scope.project_id]}
     handoff_filter: dict[str, Sequence[str]] = {"project_id": [scope.project_id]}
     if types:
@@ -274,60 +284,101 @@ def search(
         [] if any(s in HANDOFF_STATUSES for s in states) else SERVED_HANDOFF_STATES
     )
     index = store.fresh_index()
-    want = max(limit * 5, 50)
+    want = max(limit * WINDOW_PER_RESULT, MIN_WINDOW)
 
-    def find(match: TextQuery, all_words: bool) -> list[Candidate]:
-        hits = [
-            Candidate("note", hit, hit.relevance, all_words=all_words)
-            for hit in index.hits([NOTE], match, where_in=note_filter, min_importance=min_importance, limit=want)
-        ]
-        if include_handoffs:
-            hits += [
-                Candidate("handoff", hit, hit.relevance, all_words=all_words)
-                for hit in index.hits([HANDOFF], match, where_in=handoff_filter, limit=want)
-            ]
-        return hits
-
-    found: list[Candidate] = []
-    match = TextQuery(tuple(words))
-    if words:
-        found = find(match, True)
-        if len(found) < limit and len(words) > 1:  # too few with every word: accept any word, ranked lower
-            match = TextQuery(tuple(words), any_word=True)
-            seen = {c.record_id for c in found}
-            found += [c for c in find(match, False) if c.record_id not in seen]
-    if include_related_projects:
-        found += related_notes(
-            store,
-            scope,
-            warnings,
-            limit=want,
-            match=match if words else None,
-            note_filter=note_filter,
-            min_importance=min_importance,
+    def find(match: TextQuery, all_words: bool, size: int, offset: int) -> tuple[list[Candidate], bool]:
+        """The ``size`` newest matches of each table after its newest ``offset``; whether one holds more."""
+        note_hits, more = index.hits_window(
+            [NOTE], match, where_in=note_filter, min_importance=min_importance, limit=size, offset=offset
         )
-    ranked = rank(found, scope, now, intent)
-    shown = ranked[offset : offset + limit]
+        hits = [Candidate("note", hit, hit.relevance, all_words=all_words) for hit in note_hits]
+        if include_handoffs:
+            handoff_hits, handoffs_more = index.hits_window(
+                [HANDOFF], match, where_in=handoff_filter, limit=size, offset=offset
+            )
+            more = more or handoffs_more
+            hits += [Candidate("handoff", hit, hit.relevance, all_words=all_words) for hit in handoff_hits]
+        return hits, more
+
+    match = TextQuery(tuple(words))
+    strong: list[Candidate] = []  # window 0 of the every-word matches
+    strong_more = False
+    if words:
+        # Past window 0 only the count matters (fewer than limit?), so fewer rows are read.
+        strong, strong_more = find(match, True, want if window == 0 else limit, 0)
+    weak = bool(words) and len(strong) < limit and len(words) > 1
+    if weak:  # too few with every word (all of them are in ``strong``): accept any word, ranked lower
+        match = TextQuery(tuple(words), any_word=True)
+    sources = related_sources(store, scope.project_id, warnings) if include_related_projects else []
+
+    def load(k: int) -> tuple[list[Candidate], bool]:
+        """Window ``k`` ranked, and whether a source holds matches past it."""
+        found: list[Candidate] = []
+        more = False
+        if weak:
+            seen = {c.record_id for c in strong}
+            found, more = find(match, False, want, k * want)
+            found = [*(strong if k == 0 else []), *(c for c in found if c.record_id not in seen)]
+        elif words:
+            found, more = (strong, strong_more) if k == 0 else find(match, True, want, k * want)
+        if sources:
+            related, related_more = related_window(
+                sources,
+                warnings,
+                limit=want,
+                offset=k * want,
+                match=match if words else None,
+                note_filter=note_filter,
+                min_importance=min_importance,
+            )
+            found += related
+            more = more or related_more
+            if k == 0 and not related:
+                _warn_related_empty(warnings)
+        return rank(found, scope, now, intent), more
+
+    # This page's results from the cursor's window on, and where a next page starts, if one has results.
+    listed: list[tuple[int, int, Candidate]] = []
+    beyond: list[tuple[int, int]] = []  # the next window, when only whether it has results is asked
+    k, more = window, True
+    while len(listed) <= limit and more:
+        if len(listed) == limit and not weak:  # ``more`` is exact and no match is left out: not loaded
+            beyond.append((k, 0))
+            break
+        ranked, more = load(k)
+        start = position if k == window else 0
+        listed += [(k, i, c) for i, c in enumerate(ranked[start : start + limit + 1 - len(listed)], start)]
+        k += 1
+    shown = listed[:limit]
+    positions = [(w, i) for w, i, _ in listed] + beyond
+    cursors = [f"{w}.{i}.{search_id}" for w, i in positions]
+    # Set after fitting: never longer than what was fitted (nor null, when there is no next page).
+    longest = max(cursors, key=len, default=f"0.0.{search_id}")
     stale = Staleness(store.config, store.root)
-    longest = f"{MAX_CURSOR_OFFSET}.{search_id}"  # set after fitting: never longer than what was fitted
     data, kept = fit_lists(
         warnings,
-        [("results", result_view(c, stale)) for c in shown],
+        [("results", result_view(c, stale)) for _, _, c in shown],
         lambda groups: {"results": groups["results"], "has_more": False, "truncated": False, "next_cursor": longest},
     )
-    data["has_more"] = offset + kept < len(ranked)
+    data["has_more"] = kept < len(cursors)
     data["truncated"] = kept < len(shown)
-    data["next_cursor"] = f"{offset + kept}.{search_id}" if data["has_more"] else None
+    data["next_cursor"] = cursors[kept] if data["has_more"] else None
     return data
 
 
-def _cursor_offset(cursor: str, search_id: str) -> int:
-    """Where a page of this search starts: 0, or the ``next_cursor`` a page of the same search gave."""
+def _cursor_position(cursor: str, search_id: str) -> tuple[int, int]:
+    """Where a page of this search starts (window, position in its ranking): (0, 0), or the
+    ``next_cursor`` a page of the same search gave."""
     if not cursor:
-        return 0
-    offset, _, made_for = cursor.partition(".")
-    if not (offset.isascii() and offset.isdigit()) or len(offset) > len(str(MAX_CURSOR_OFFSET)) or not made_for:
-        example = f"10.{search_id}"
+        return 0, 0
+    where, _, made_for = cursor.rpartition(".")
+    numbers = where.split(".")
+    if (
+        len(numbers) != 2
+        or not made_for
+        or not all(n.isascii() and n.isdigit() and len(n) <= MAX_CURSOR_DIGITS for n in numbers)
+    ):
+        example = f"0.10.{search_id}"
         raise invalid_input("cursor", f"must be a next_cursor of memory_search, such as {example}; got {cursor[:40]!r}")
     if made_for != search_id:
         raise invalid_input(
@@ -335,7 +386,7 @@ def _cursor_offset(cursor: str, search_id: str) -> int:
             "was given by a search with other arguments: send it with the same query, scope, filters and limit, "
             "or leave it out for the first page",
         )
-    return int(offset)
+    return int(numbers[0]), int(numbers[1])
 
 
 def rank(found: Sequence[Candidate], scope: ScopeRef, now: datetime, intent: str) -> list[Candidate]:
@@ -477,14 +528,46 @@ def related_notes(
     a store cannot be used, WARN_RELATED_PROJECTS_EMPTY when the usable ones yield nothing.
     """
     sources = related_sources(store, scope.project_id, warnings)
+    found, _ = related_window(
+        sources, warnings, limit=limit, match=match, note_filter=note_filter, min_importance=min_importance
+    )
+    if match is None:
+        found.sort(key=lambda c: (c.field("importance"), c.field("created_at"), c.record_id), reverse=True)
+    else:
+        found.sort(key=lambda c: c.relevance, reverse=True)  # stable: newest first within a tier
+    if sources and not found:
+        _warn_related_empty(warnings)
+    return found[:limit]
+
+
+def _warn_related_empty(warnings: Warnings) -> None:
+    warnings.add("WARN_RELATED_PROJECTS_EMPTY", "related projects are declared but none of their notes matched")
+
+
+def related_window(
+    sources: Sequence[RelatedSource],
+    warnings: Warnings,
+    *,
+    limit: int,
+    offset: int = 0,
+    match: TextQuery | None = None,
+    note_filter: dict[str, Sequence[str]] | None = None,
+    min_importance: int = HIGH_VALUE,
+) -> tuple[list[Candidate], bool]:
+    """Each related store's ``limit`` matches after its first ``offset`` (newest first by text,
+    else most important first), labelled; and whether a store holds more past them."""
     found: list[Candidate] = []
+    more = False
     for source in sources:
         try:
-            hits = _related_hits(source.store, list(source.relation_types), limit, match, note_filter, min_importance)
+            hits, beyond = _related_hits(
+                source.store, list(source.relation_types), limit, offset, match, note_filter, min_importance
+            )
         except (CodexmemError, OSError) as exc:
             reason = exc.message if isinstance(exc, CodexmemError) else (exc.strerror or str(exc))
             warnings.add("WARN_RELATED_PROJECTS_SKIPPED", f"a related store could not be read: {reason[:160]}")
             continue
+        more = more or beyond
         for hit in hits:
             candidate = Candidate("note", hit, hit.relevance if isinstance(hit, Hit) else 0.0)
             project = candidate.field("project_id")
@@ -496,36 +579,35 @@ def related_notes(
                     project_name=source.names[project],
                 )
             )
-    if match is None:
-        found.sort(key=lambda c: (c.field("importance"), c.field("created_at"), c.record_id), reverse=True)
-    else:
-        found.sort(key=lambda c: c.relevance, reverse=True)  # stable: newest first within a tier
-    if sources and not found:
-        warnings.add("WARN_RELATED_PROJECTS_EMPTY", "related projects are declared but none of their notes matched")
-    return found[:limit]
+    return found, more
 
 
 def _related_hits(
     store: Store,
     projects: list[str],
     limit: int,
+    offset: int,
     match: TextQuery | None,
     note_filter: dict[str, Sequence[str]] | None,
     min_importance: int,
-) -> list[dict[str, Any]] | list[Hit]:
-    """Search hits (records parsed only if shown), or the recent high-value records when there is no text."""
+) -> tuple[list[dict[str, Any]] | list[Hit], bool]:
+    """Search hits (records parsed only if shown), or the recent high-value records when there is no
+    text; and whether more follow them."""
     index = store.fresh_index()
     if match is not None:
         where_in = {**(note_filter or {}), "project_id": projects}
-        return index.hits([NOTE], match, where_in=where_in, min_importance=min_importance, limit=limit)
+        return index.hits_window(
+            [NOTE], match, where_in=where_in, min_importance=min_importance, limit=limit, offset=offset
+        )
     rows = index.select(
         NOTE,
         where_in={"project_id": projects, "status": LIVE_NOTE_STATES},
         min_importance=min_importance,
         order=BY_VALUE,
-        limit=limit,
+        limit=limit + 1,
+        offset=offset,
     )
-    return rows
+    return rows[:limit], len(rows) > limit
 
 
 def related_labels(c: Candidate) -> dict[str, Any]:

@@ -109,8 +109,10 @@ class Queries(IndexConnection):
         keys: Sequence[str] | None = None,
         order: Sequence[tuple[str, bool]] = (("created_at", True), ("id", True)),
         limit: int | None = None,
+        offset: int = 0,
     ) -> list[dict[str, Any]]:
-        """Records of one kind filtered on indexed columns, parsed from their stored data.
+        """Records of one kind filtered on indexed columns, parsed from their stored data
+        (``offset``: skipping that many first, with ``limit``).
 
         ``keys`` (from ``schema.dedupe_keys``) keeps the records holding any of these dedupe keys,
         found by one probe of ``record_keys`` however many records share the other filters (the
@@ -139,8 +141,8 @@ class Queries(IndexConnection):
             check_col(col)
         sql += " ORDER BY " + ", ".join(f"{c} {'DESC' if d else 'ASC'}" for c, d in order)
         if limit is not None:
-            sql += " LIMIT ?"
-            params.append(int(limit))
+            sql += " LIMIT ? OFFSET ?"
+            params.extend([int(limit), int(offset)])
         with self._mutex:
             rows = self.conn.execute(f"SELECT data FROM {source} WHERE {sql}", params).fetchall()
         return [json.loads(unpack_data(r[0])) for r in rows]
@@ -219,6 +221,7 @@ class Queries(IndexConnection):
         where_in: dict[str, Sequence[Any]] | None = None,
         min_importance: int | None = None,
         limit: int = 50,
+        offset: int = 0,
     ) -> list[Hit]:
         """Full-text hits, best first, each with its relevance (higher is better), its record parsed lazily.
 
@@ -227,13 +230,29 @@ class Queries(IndexConnection):
         the filters (newest first: a word common to most of a large store would otherwise cost a
         filter check on every match, linearly in the store), those with every word in the title
         or tags come first (relevance 2), then the rest (1), newest first within each; ``limit``
-        of them are returned.
+        of them are returned. ``offset`` skips that many of the newest matches first (the next
+        window of a search's pages: SQLite steps over the skipped rowids, reading no record).
         Not FTS5's bm25: it counts every row holding each word on every query, so its cost grows
         with the store (0.78 ms for one common word at 50,000 notes, even with LIMIT 1); this
         stays within the candidates' rowid window.
         """
+        return self.hits_window(
+            kinds, query, where_in=where_in, min_importance=min_importance, limit=limit, offset=offset
+        )[0]
+
+    def hits_window(
+        self,
+        kinds: Iterable[Kind],
+        query: TextQuery,
+        *,
+        where_in: dict[str, Sequence[Any]] | None = None,
+        min_importance: int | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> tuple[list[Hit], bool]:
+        """``hits``, and whether a text table holds a match past its window (read as one rowid more)."""
         if not query.words:
-            return []
+            return [], False
         groups: dict[str, list[str]] = {}
         for kind in kinds:
             if kind.name in FTS_TABLES:
@@ -244,22 +263,25 @@ class Queries(IndexConnection):
             check_col(col)
             values = list(values)
             if not values:
-                return []
+                return [], False
             filters += f" AND r.{col} IN ({','.join('?' * len(values))})"
             filter_params.extend(self._coded(col, values))
         if min_importance is not None:
             filters += " AND (r.kind != 'note' OR r.importance >= ?)"
             filter_params.append(min_importance)
         relevance: dict[int, int] = {}  # rowid -> 1 or 2
+        more = False
         with self._mutex:
             try:
                 prefix, either = query.prefix_match(), self._word_or_stem(query)
                 for table, names in groups.items():
-                    found = self._candidates(table, either, names, filters, filter_params, limit)
+                    found = self._candidates(table, either, names, filters, filter_params, limit + 1, offset)
+                    more = more or len(found) > limit
+                    found = found[:limit]
                     relevance.update(dict.fromkeys(found, 1))
                     relevance.update(dict.fromkeys(self._in_title_or_tags(table, prefix, found), 2))
             except sqlite3.OperationalError:
-                return []  # defensive: TextQuery quotes every word, so FTS syntax cannot get in
+                return [], False  # defensive: TextQuery quotes every word, so FTS syntax cannot get in
             hits = sorted(relevance.items(), key=lambda hit: (hit[1], hit[0]), reverse=True)[:limit]
             # Phase 2: the data of the rows returned only.
             rows = (
@@ -280,7 +302,7 @@ class Queries(IndexConnection):
             if rowid in rows:
                 rid, project, workspace, status, importance, created, rtype, packed = rows[rowid]
                 out.append(Hit(rid, project, workspace, status, importance, created, rtype, float(tier), packed))
-        return out
+        return out, more
 
     def _word_or_stem(self, query: TextQuery) -> str:
         """The text tables' query: each word as a word prefix, or as any word the store holds with
@@ -308,17 +330,24 @@ class Queries(IndexConnection):
         return query.join(terms)
 
     def _candidates(
-        self, table: str, match: str, kinds: list[str], filters: str, filter_params: list[Any], count: int
+        self,
+        table: str,
+        match: str,
+        kinds: list[str],
+        filters: str,
+        filter_params: list[Any],
+        count: int,
+        offset: int = 0,
     ) -> list[int]:
-        """Rowids of one text table's ``count`` newest matches that pass the filters."""
+        """Rowids of one text table's ``count`` newest matches that pass the filters, after the newest ``offset``."""
         # CROSS JOIN keeps the full-text table outside (the planner would otherwise walk every
         # record of the project and probe the text index for each); newest first (rowids follow
         # creation), and no record's data is read here.
         rows = self.conn.execute(
             f"SELECT r.rowid FROM {table} CROSS JOIN records r INDEXED BY records_search ON r.rowid = {table}.rowid"
             f" WHERE {table} MATCH ? AND r.kind IN ({','.join('?' * len(kinds))}){filters}"
-            f" ORDER BY {table}.rowid DESC LIMIT ?",
-            [match, *kinds, *filter_params, count],
+            f" ORDER BY {table}.rowid DESC LIMIT ? OFFSET ?",
+            [match, *kinds, *filter_params, count, offset],
         ).fetchall()
         return [row[0] for row in rows]
 
