@@ -239,3 +239,27 @@ async def test_the_tool_is_announced_as_writing_and_possibly_destructive(store_p
         "type": "boolean",
         "description": "unset: as the store config says",
     }
+
+
+@pytest.mark.parametrize(
+    ("argument", "value", "field", "says"),
+    [
+        ("project_name", "P\u0000Q", "project_name", "one line"),
+        ("system_name", "S\n# Hijack", "system_name", "one line"),
+        ("system_name", "S <!-- codexmem:end --> tail", "system_name", "HTML comment"),
+        ("preferred_tags", ["api", "x\n# injected heading"], "preferred_tags[1]", "one line"),
+        ("related_repositories", ["<!-- codexmem:begin -->"], "related_repositories[0]", "HTML comment"),
+    ],
+)
+async def test_a_name_that_would_write_more_than_itself_is_refused_and_nothing_written(
+    store_path: Path, web: Path, home: Path, argument: str, value: Any, field: str, says: str
+) -> None:
+    """Before, each was written into AGENTS.md as sent: a NUL byte, a heading of its own, or a
+    marker that cut codexmem's block short, so later installs left its old tail in the file."""
+    (web / "AGENTS.md").write_text(HAND_WRITTEN)
+    async with mcp_client(store_path) as client:
+        refused = await install(client, target="project", mode="append", cwd=str(web), **{argument: value})
+    assert refused["error"]["code"] == "ERR_INVALID_INPUT", refused
+    assert refused["error"]["fields"] == [{"field": field, "message": refused["error"]["fields"][0]["message"]}]
+    assert says in refused["error"]["message"]
+    assert (web / "AGENTS.md").read_text() == HAND_WRITTEN

@@ -140,6 +140,11 @@ def apply_overrides(
     allow_related_project_memory: bool | None = None,
 ) -> AgentsContext:
     """Arguments of ``memory_install_agents`` override the store config for one render."""
+    for name, value in (("project_name", project_name), ("system_name", system_name)):
+        _one_line(name, value or "")
+    for name, values in (("related_repositories", related_repositories), ("preferred_tags", preferred_tags)):
+        for i, value in enumerate(values or []):
+            _one_line(f"{name}[{i}]", value)
     if project_name and project_name.strip():
         ctx.project_name = project_name.strip()
     if system_name and system_name.strip():
@@ -155,6 +160,20 @@ def apply_overrides(
     if allow_related_project_memory is not None:
         ctx.allow_related = allow_related_project_memory
     return ctx
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _one_line(field: str, value: str) -> None:
+    """Refuse a name that would write more than itself into AGENTS.md: a line break starts a
+    heading or an instruction of its own, and an HTML comment could end codexmem's marked block."""
+    if _CONTROL.search(value):
+        raise invalid_input(field, "must be one line of text, with no line break or control character")
+    if "<!--" in value or "-->" in value:
+        raise invalid_input(
+            field, "must not hold an HTML comment (<!-- or -->): codexmem's block in AGENTS.md is marked by them"
+        )
 
 
 def _unique(values: list[str]) -> list[str]:
