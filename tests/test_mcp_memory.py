@@ -14,6 +14,7 @@ from mcp import Client, StdioServerParameters
 from memory_fixtures import NOW, answer_bytes, call, make_repo, mcp_client, session_in
 from store_fixtures import git
 
+from codexmem.check import check_store
 from codexmem.cli.main import main
 from codexmem.envelope import MAX_ANSWER_BYTES
 from codexmem.errors import Warnings
@@ -424,6 +425,43 @@ async def test_a_cwd_that_names_no_folder_is_refused_and_writes_no_session(
         assert envelope["error"]["fields"][0]["field"] == "cwd" and says in envelope["error"]["message"]
     assert inside["ok"], "a folder not made yet inside the work tree is the work tree's"
     assert len(Store(store_path).fresh_index().select(SESSION)) == 1
+
+
+async def test_a_body_quoting_git_conflict_markers_is_refused_unless_indented(store_path: Path, web: Path) -> None:
+    """Before, the note was saved and ``codexmem check`` then failed the store: the file read as an
+    unsettled merge. Refused, naming the line; indented, the same text is a code block and saves."""
+    quoted = "Git showed:\n<<<<<<< HEAD\nv1\n=======\nv2\n>>>>>>> main\nKeep v2."
+    indented = "Git showed:\n\n    <<<<<<< HEAD\n    v1\n    =======\n    v2\n    >>>>>>> main\n\nKeep v2."
+    async with mcp_client(store_path) as client:
+        boot = await bootstrap(client, web)
+        where = {"scope": boot["scope"], "session_id": boot["session"]["session_id"]}
+        refused = await call(
+            client, "memory_save_note", **where, type="bugfix", title="Lockfile conflict", content=quoted, importance=3
+        )
+        handoff = await call(
+            client,
+            "memory_save_handoff",
+            **where,
+            kind="final",
+            status="open",
+            task="t",
+            summary=quoted,
+            next_steps=["n"],
+        )
+        saved = await call(
+            client,
+            "memory_save_note",
+            **where,
+            type="bugfix",
+            title="Lockfile conflict",
+            content=indented,
+            importance=3,
+        )
+    assert refused["error"]["fields"][0]["field"] == "content"
+    assert "line 2 starts with '<<<<<<<'" in refused["error"]["message"]
+    assert handoff["error"]["fields"][0]["field"] == "summary"
+    assert saved["ok"], saved
+    assert [f for f in check_store(store_path).findings if f.level == "error"] == []
 
 
 # ------------------------------------------------------------------ search

@@ -11,7 +11,7 @@ from codexmem.errors import Warnings, invalid_input
 from codexmem.memory.anchors import in_work_tree
 from codexmem.memory.privacy import is_private, not_stored, screen_arguments
 from codexmem.memory.sessions import require_writable_session, write
-from codexmem.memory.text import normalize_paths, normalize_strings, required_text
+from codexmem.memory.text import markdown_body, normalize_paths, normalize_strings, required_text
 from codexmem.models.base import make_record
 from codexmem.models.records import Handoff, HandoffKind, HandoffStatus, ScopeRef
 from codexmem.store.ids import is_record_id
@@ -128,7 +128,7 @@ def _build(
         status,
         at,
         task=required_text(texts["task"], "task"),
-        summary=required_text(texts["summary"], "summary"),
+        summary=markdown_body(texts["summary"], "summary"),
         next_steps=steps,
         completed=normalize_strings(texts["completed"]),
         open_questions=normalize_strings(texts["open_questions"]),

@@ -11,7 +11,7 @@ from codexmem.errors import Warnings
 from codexmem.memory.anchors import Staleness, in_work_tree, note_anchor
 from codexmem.memory.privacy import is_private, not_stored, screen_arguments
 from codexmem.memory.sessions import require_writable_session, write
-from codexmem.memory.text import normalize_paths, normalize_tags, required_text
+from codexmem.memory.text import markdown_body, normalize_paths, normalize_tags, required_text
 from codexmem.models.base import make_record
 from codexmem.models.records import Note, NoteSource, NoteStatus, NoteType, ScopeRef
 from codexmem.store.index import Index
@@ -137,7 +137,7 @@ def build_note(
         file_paths=normalize_paths(file_paths, "file_paths"),
         created_at=at,
         updated_at=at,
-        content=required_text(content, "content"),
+        content=markdown_body(content, "content"),
     )
     require_fits(note_view(note.model_dump(mode="json")), ("content", "title", "file_paths", "tags"), "note")
     return note

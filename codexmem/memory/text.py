@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from codexmem.errors import CodexmemError, invalid_input
+from codexmem.store.recordfile import CONFLICT_MARKER
 
 MAX_TAG_CHARS = 64  # the Tag pattern in codexmem.models
 _NOT_SLUG = re.compile(r"[^a-z0-9]+")
@@ -24,6 +25,23 @@ def required_text(value: str, field: str) -> str:
     text = value.strip()
     if not text:
         raise invalid_input(field, "must not be blank")
+    return text
+
+
+def markdown_body(value: str, field: str) -> str:
+    """:func:`required_text` for a Markdown body, which a record file holds from the first column:
+    a line opening as git's conflict markers do would make the file read as an unsettled merge
+    (``check`` fails it), so it is refused, naming the line, before anything is written."""
+    text = required_text(value, field)
+    found = CONFLICT_MARKER.search(text)
+    if found is not None:
+        line = text.count("\n", 0, found.start()) + 1
+        raise invalid_input(
+            field,
+            f"line {line} starts with {found.group().strip()!r}, as git's conflict markers do, so the saved file "
+            "would read as an unsettled merge: indent that line (4 spaces make a code block that shows it as "
+            "written) or quote it with '> '",
+        )
     return text
 
 
