@@ -194,6 +194,14 @@ def test_two_dots_three_dots_one_revision_and_the_working_tree(agent: Agent) -> 
     two = diff(agent, "main..feature/backoff")  # as git: main's later note is not on the branch
     assert "**Notes deleted**\n- *Main moved on after the branch* (decision)" in two
     assert "Use exponential backoff" in two
+    # Said, so a reviewer does not take main's undone note for the branch's doing.
+    caution = (
+        "> Two dots compare the trees of main and feature/backoff: what main gained since feature/backoff "
+        "branched from it shows here undone. For what feature/backoff changes, compare main...feature/backoff."
+    )
+    assert two.splitlines()[2] == caution
+    assert "Two dots" not in three and "Two dots" not in diff(agent, "main~1..main")  # an ancestor: no undoing
+    assert json.loads(diff(agent, "main..feature/backoff", "--format", "json"))["base"]["caution"] == caution[2:]
     assert diff(agent, "feature/backoff..feature/backoff").endswith("No memory changes.\n")
     assert diff(agent, "..feature/backoff") == diff(agent, "HEAD..feature/backoff")
 

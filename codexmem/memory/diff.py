@@ -97,6 +97,8 @@ class Side:
     revision: str
     """What names it for a person: ``main``, ``feature``, ``HEAD~2``, ``working tree``."""
     commit: str | None
+    caution: str = ""
+    """What a reader must know of this comparison (two dots from a base that moved on), or ``""``."""
 
 
 @dataclass
@@ -161,8 +163,20 @@ def resolve_sides(root: Path, revisions: str | None) -> tuple[Side, Side]:
             a, b = _known(root, left), _known(root, right)
             if sep == "...":
                 return Side(left, _merge_base(root, a, b, left, right)), Side(right, b)
-            return Side(left, a), Side(right, b)
+            return Side(left, a, _two_dots_caution(root, a, b, left, right)), Side(right, b)
     return Side(revisions, _known(root, revisions)), Side(WORKING_TREE, None)
+
+
+def _two_dots_caution(root: Path, a: str, b: str, left: str, right: str) -> str:
+    """What ``A..B`` shows besides B's changes when A moved on since B branched from it: A's own
+    changes since, undone (as ``git diff A..B`` does), with the authors of B's events beside them."""
+    base = (run_git(root, ["merge-base", a, b]) or b"").decode("ascii").split()
+    if not base or base[0] == a:
+        return ""
+    return (
+        f"Two dots compare the trees of {left} and {right}: what {left} gained since {right} branched from it "
+        f"shows here undone. For what {right} changes, compare {left}...{right}."
+    )
 
 
 def _check_revision_text(text: str) -> None:

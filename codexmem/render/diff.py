@@ -62,6 +62,8 @@ def _code(text: str) -> str:
 def markdown(diff: MemoryDiff) -> str:
     """The comment: a heading, then per project (then per channel) each section's entries."""
     head = f"### Memory changes: {_code(diff.base.revision)} → {_side_name(diff.head.revision)}"
+    if diff.base.caution:
+        head += f"\n\n> {md(diff.base.caution)}"
     if not diff.entries and not diff.unreadable:
         return f"{head}\n\nNo memory changes.\n"
     lines = [head, *_unreadable(diff)]  # first, so the cap never hides them (at most 21 short lines)
@@ -263,7 +265,7 @@ def as_json(diff: MemoryDiff) -> str:
 
     def dump(shown: int) -> str:
         data = {
-            "base": {"revision": diff.base.revision, "commit": diff.base.commit},
+            "base": {"revision": diff.base.revision, "commit": diff.base.commit, "caution": diff.base.caution},
             "head": {"revision": diff.head.revision, "commit": diff.head.commit},
             "stat": diff.stat(),
             "changes": diff.entries[:shown],
