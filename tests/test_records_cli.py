@@ -154,3 +154,23 @@ def test_items_rm_refuses_an_item_another_item_relates_to(tmp_path: Path) -> Non
     assert run_cli("items", "rm", "bugs", ids[0], "--store", str(store)).returncode == 0
     done = run_cli("check", "--store", str(store))
     assert done.returncode == 0 and "0 errors" in done.stdout, done.stdout
+
+
+def test_check_names_the_command_that_fixes_a_repeated_ticket_and_it_works(tmp_path: Path) -> None:
+    """Two branches each added a bug numbered BUG-0001 (no branch sees the other's): before, check
+    said only ``values.ticket must be unique in bugs; … has it too``, naming no fix."""
+    path, ids = bugs_store(tmp_path / "s", 2)
+    ticket, other = (service.read_item(Store(path), "bugs", i, now=utcnow())["values"]["ticket"] for i in ids)
+    item_file = path / "channels" / "bugs" / "items" / f"{ids[1]}.yaml"
+    text = item_file.read_text()
+    item_file.write_text(text.replace(other, ticket))  # as the merge of the two branches holds it
+    found = run_cli("check", "--store", str(path))
+    assert found.returncode == 1
+    [line] = [x for x in found.stdout.splitlines() if "must be unique" in x]
+    assert f'values.ticket "{ticket}" must be unique in bugs' in line
+    command = line.split("`")[-2]  # the fix, as a person copies it
+    assert command == f"codexmem items edit bugs {ids[1]} --json '{{\"ticket\": …}}'"
+    fixed = run_cli("items", "edit", "bugs", ids[1], "--json", '{"ticket": "BUG-0999"}', "--store", str(path))
+    assert fixed.returncode == 0, fixed.stderr
+    after = run_cli("check", "--store", str(path))
+    assert after.returncode == 0, after.stdout

@@ -225,7 +225,10 @@ def test_check_validates_every_item_against_its_schema(tmp_path: Path) -> None:
     path = store.root / "channels/bugs/items" / f"{ids[1]}.yaml"
     path.write_text(path.read_text("utf-8").replace("  status:\n    new\n", "  status:\n    New\n"), "utf-8")
     messages = [f.message for f in check_store(store.root).errors]
-    assert messages == ['values.status must be one of the option values, got "New" (that is the label of "new")']
+    assert messages == [
+        'values.status must be one of the option values, got "New" (that is the label of "new"): '
+        f"`codexmem items edit bugs {ids[1]} --json '{{\"status\": …}}'` sets it"
+    ]
 
 
 # ------------------------------------------------------------------------------------- reading

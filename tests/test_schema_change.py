@@ -106,7 +106,10 @@ def test_a_renamed_field_is_dropped_by_sending_null(tmp_path: Path) -> None:
     _change_schema(path, lambda schema: _field(schema, "severity").update(key="sev"))
     assert _check(path) == (
         1,
-        [f"channels/bugs/items/{item_id}.yaml: error: values.severity does not exist in channel bugs"],
+        [
+            f"channels/bugs/items/{item_id}.yaml: error: values.severity does not exist in channel bugs: "
+            f"`codexmem items edit bugs {item_id} --json '{{\"severity\": null}}'` drops it"
+        ],
     )
     code, out = _edit_cli(path, item_id, '{"status": "fixed"}')
     assert code == 0, out

@@ -7,6 +7,7 @@ hand edit that an edit would refuse is an error here too.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from typing import Any
 
@@ -39,26 +40,46 @@ def item_findings(scan: StoreScan) -> list[Finding]:
             message = f"{count} not checked: channel {channel} has no valid schema.yaml (fix it first)"
             found.append(Finding(f"channels/{channel}/items", "error", message))
             continue
+        keys = {f.key for f in schema.fields}
         for rel, data in items:
             for problem in stored_item_problems(schema, data["values"], item_in):
-                found.append(Finding(rel, "error", str(problem.get("message"))))
+                message = str(problem.get("message"))
+                key = problem.get("key")
+                if isinstance(key, str) and key in keys:
+                    message += f": {_edit_command(channel, data['item_id'], key)} sets it"
+                elif isinstance(key, str):  # a field the schema no longer has: null drops it
+                    message += f": {_edit_command(channel, data['item_id'], key, 'null')} drops it"
+                found.append(Finding(rel, "error", message))
         found += _unique_findings(channel, schema, items)
     return found
+
+
+def _edit_command(channel: str, item_id: str, key: str, value: str = "…") -> str:
+    """The command that gives one field of one item a new value (the fix a finding names)."""
+    return f"`codexmem items edit {channel} {item_id} --json '{{\"{key}\": {value}}}'`"
 
 
 def _unique_findings(channel: str, schema: ChannelSchema, items: list[tuple[str, dict[str, Any]]]) -> list[Finding]:
     found: list[Finding] = []
     for key in unique_keys(schema):
-        seen: dict[str, str] = {}
+        seen: dict[str, tuple[str, str]] = {}
         for rel, data in items:
             value = data["values"].get(key)
             if value is None:
                 continue
             marker = repr(value)
             if marker in seen:
+                other, _ = seen[marker]
+                shown = json.dumps(value, ensure_ascii=False)
+                shown = shown if len(shown) <= 60 else shown[:57] + "…"
                 found.append(
-                    Finding(rel, "error", f"values.{key} must be unique in {channel}; {seen[marker]} has it too")
+                    Finding(
+                        rel,
+                        "error",
+                        f"values.{key} {shown} must be unique in {channel}; {other} has it too (added on two "
+                        f"branches?): give one of them another value, {_edit_command(channel, data['item_id'], key)}",
+                    )
                 )
             else:
-                seen[marker] = rel
+                seen[marker] = (rel, data["item_id"])
     return found
