@@ -7,6 +7,7 @@ real. No edit may write a version that check fails, and every refusal names the 
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -193,6 +194,26 @@ def test_the_docs_show_the_warning_as_the_cli_prints_it(tmp_path: Path) -> None:
     _change_schema(path, _drop_ren)
     done = run_cli("items", "edit", "bugs", item_id, "--json", '{"status": "fixed"}', "--store", str(path))
     assert done.returncode == 0 and done.stdout + done.stderr == quoted.replace("ITEM_ID", item_id)
+
+
+def test_the_docs_show_checks_lines_as_check_prints_them_and_their_fixes_work(tmp_path: Path) -> None:
+    """docs/channels.md quotes check's lines after an option was removed and a field renamed: they
+    are its output, and each fix they name, run as written, leaves check clean."""
+    doc = (Path(__file__).resolve().parent.parent / "docs/channels.md").read_text("utf-8")
+    blocks = [b.split("```", 1)[0] for b in doc.split("## Changing a schema", 1)[1].split("```text\n")[1:]]
+    [quoted] = [b for b in blocks if ": error: values.owner" in b]
+    quoted_id = quoted.split("items/", 1)[1].split(".yaml", 1)[0]
+    path = tmp_path / "s"
+    [item_id] = _triaged(path, 1)
+    _change_schema(path, lambda schema: (_drop_ren(schema), _field(schema, "severity").update(key="sev")))
+    code, lines = _check(path)
+    assert code == 1
+    assert lines == [line.strip().replace(quoted_id, item_id) for line in quoted.strip().splitlines()]
+    for line in lines:
+        command = line.split("`")[-2].replace("…", '"aiko"')
+        done = run_cli(*shlex.split(command)[1:], "--store", str(path))
+        assert done.returncode == 0, done.stdout + done.stderr
+    assert _check(path) == (0, [])
 
 
 def test_a_schema_broken_by_hand_is_one_error_not_one_per_item(tmp_path: Path) -> None:
