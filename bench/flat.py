@@ -232,7 +232,7 @@ def build(shape: Shape, base: Path) -> None:
     _git(ws, "init", "-q", "-b", "main")
     _git(ws, "remote", "add", "origin", "git@github.com:example/app.git")
     home = resolve_scope(Store(memory), Warnings(), cwd=str(ws)).ref()
-    with generate._no_fsync(True):
+    with generate.no_fsync(True):
         b = Builder(base, shape)
         app_notes = NOTES - RELATED_NOTES
         # Sessions of the measured workspace first; notes fill sessions in order, 10 sessions a
@@ -549,7 +549,7 @@ def main(argv: list[str] | None = None) -> int:
     import codexmem
 
     bases = [ensure(SPREAD), ensure(PACKED)]
-    with generate._no_fsync(False):
+    with generate.no_fsync(False):
         cases = [
             Case(s, b, args.work / f"{os.getpid()}-{s.name}") for s, b in zip((SPREAD, PACKED), bases, strict=True)
         ]

@@ -426,7 +426,7 @@ def _paths(rng: random.Random, count: int) -> list[str]:
 
 
 @contextlib.contextmanager
-def _no_fsync(enabled: bool) -> Iterator[None]:
+def no_fsync(enabled: bool) -> Iterator[None]:
     """Generation is not what is measured: skip the per-file fsyncs, sync once at the end."""
     if not enabled:
         yield
@@ -735,7 +735,7 @@ def build(notes: int, seed: int = 1, *, durable: bool = False, quiet: bool = Fal
     rng = random.Random(seed * 1_000_003 + notes)
     first, later = _memory_plan(rng, notes, workspaces)
     items = _item_plan(rng, min(notes, 10_000))
-    with _no_fsync(not durable):
+    with no_fsync(not durable):
         stores = {p: Store(memory, writer=Writer(name=p, clone=CLONES[p])) for p in PEOPLE}
         store = stores[PEOPLE[0]]
         service.add_channel(store, "bugs", bugs_channel.BUGS_SCHEMA, actor="cli:aiko", now=END - timedelta(days=366))

@@ -13,18 +13,16 @@ page, the second, the middle one and the last, in process (best and median of fi
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
 import shutil
 import statistics
 import subprocess
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from bench.args import count
+from bench.generate import no_fsync
 from codexmem.errors import Warnings
 from codexmem.memory import notes, retrieval, scope, sessions
 from codexmem.models.records import ScopeRef
@@ -33,18 +31,6 @@ from codexmem.store.store import Store
 
 STORES = Path(__file__).resolve().parent / ".stores"
 NOW = datetime(2026, 3, 13, 10, 30, tzinfo=UTC)
-
-
-@contextlib.contextmanager
-def _no_fsync() -> Iterator[None]:
-    """Building is not what is measured."""
-    real = os.fsync
-    os.fsync = lambda fd: None
-    try:
-        yield
-    finally:
-        os.fsync = real
-        os.sync()
 
 
 def build(count_: int) -> tuple[Store, ScopeRef]:
@@ -66,7 +52,7 @@ def build(count_: int) -> tuple[Store, ScopeRef]:
         warnings = Warnings()
         ref = scope.resolve_scope(store, warnings, cwd=str(work)).ref()
         session = sessions.open_session(store, NOW, warnings, scope=ref)
-        with _no_fsync():
+        with no_fsync(True):  # building is not what is measured
             for i in range(count_):
                 notes.save_note(
                     store,

@@ -61,7 +61,7 @@ def store(tmp_path: Path) -> Store:
 
 
 def titles(store: Store, *words: str, any_word: bool = False) -> list[str]:
-    hits = store.fresh_index().hits([NOTE], TextQuery(words, any_word=any_word))
+    hits, _ = store.fresh_index().hits([NOTE], TextQuery(words, any_word=any_word))
     return sorted(hit.record["title"] for hit in hits)
 
 
@@ -85,8 +85,8 @@ def test_diacritics_and_case_fold(store: Store) -> None:
     assert titles(store, "cafe") == ["Café ordering"]
     assert titles(store, "CAFÉ") == ["Café ordering"]
     # A title match is recognized however the title spells it.
-    assert [hit.relevance for hit in store.fresh_index().hits([NOTE], TextQuery(("cafe",)))] == [2.0]
-    assert [hit.relevance for hit in store.fresh_index().hits([NOTE], TextQuery(("diacritic",)))] == [1.0]
+    assert [hit.relevance for hit in store.fresh_index().hits([NOTE], TextQuery(("cafe",)))[0]] == [2.0]
+    assert [hit.relevance for hit in store.fresh_index().hits([NOTE], TextQuery(("diacritic",)))[0]] == [1.0]
 
 
 @pytest.mark.parametrize("word", ['"', "NEAR(x)", "title:foo", "AND", "*", "-", 'a"b', "(", "^x"])
@@ -114,7 +114,7 @@ def test_words_in_the_title_or_tags_rank_first(tmp_path: Path) -> None:
             ("unrelated", "no match here", ["ledger"]),
         ],
     )
-    hits = store.fresh_index().hits([NOTE], TextQuery(("ledger", "export")))
+    hits = store.fresh_index().hits([NOTE], TextQuery(("ledger", "export")))[0]
     assert [(hit.record["title"], hit.relevance) for hit in hits] == [
         ("ledger cleanup", 2.0),  # newest first within a tier
         ("ledger export", 2.0),
@@ -161,7 +161,7 @@ def test_a_stem_that_is_no_word_of_its_own_stem_does_not_match(tmp_path: Path) -
 
 def test_words_of_removed_texts_stay_listed_and_match_nothing(store: Store) -> None:
     index = store.fresh_index()
-    (note,) = [hit.record for hit in index.hits([NOTE], TextQuery(("validation",)))]
+    (note,) = [hit.record for hit in index.hits([NOTE], TextQuery(("validation",)))[0]]
     with store.transaction("cli:test") as txn:
         txn.delete(NOTE, note["note_id"])
     index = store.fresh_index()

@@ -370,17 +370,7 @@ async def test_bad_arguments_are_answered_with_an_envelope_naming_each_field(sto
             "nul_absolute": await call(
                 client, "memory_save_note", **base, importance=3, file_paths=["ok", f"{web}/src/a.py\0"]
             ),
-            "nul_handoff": await call(
-                client,
-                "memory_save_handoff",
-                **{k: base[k] for k in ("scope", "session_id")},
-                kind="final",
-                status="open",
-                task="t",
-                summary="s",
-                next_steps=["n"],
-                files_touched=["a\0"],
-            ),
+            "nul_handoff": await handoff(client, boot, files_touched=["a\0"]),
         }
     fields = {k: [f["field"] for f in v["error"]["fields"]] for k, v in answers.items()}
     assert all(v["ok"] is False and v["error"]["code"] == "ERR_INVALID_INPUT" for v in answers.values())
@@ -434,32 +424,12 @@ async def test_a_body_quoting_git_conflict_markers_is_refused_unless_indented(st
     indented = "Git showed:\n\n    <<<<<<< HEAD\n    v1\n    =======\n    v2\n    >>>>>>> main\n\nKeep v2."
     async with mcp_client(store_path) as client:
         boot = await bootstrap(client, web)
-        where = {"scope": boot["scope"], "session_id": boot["session"]["session_id"]}
-        refused = await call(
-            client, "memory_save_note", **where, type="bugfix", title="Lockfile conflict", content=quoted, importance=3
-        )
-        handoff = await call(
-            client,
-            "memory_save_handoff",
-            **where,
-            kind="final",
-            status="open",
-            task="t",
-            summary=quoted,
-            next_steps=["n"],
-        )
-        saved = await call(
-            client,
-            "memory_save_note",
-            **where,
-            type="bugfix",
-            title="Lockfile conflict",
-            content=indented,
-            importance=3,
-        )
+        refused = await note(client, boot, content=quoted)
+        refused_handoff = await handoff(client, boot, summary=quoted)
+        saved = await note(client, boot, content=indented)
     assert refused["error"]["fields"][0]["field"] == "content"
     assert "line 2 starts with '<<<<<<<'" in refused["error"]["message"]
-    assert handoff["error"]["fields"][0]["field"] == "summary"
+    assert refused_handoff["error"]["fields"][0]["field"] == "summary"
     assert saved["ok"], saved
     assert [f for f in check_store(store_path).findings if f.level == "error"] == []
 

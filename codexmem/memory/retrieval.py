@@ -288,12 +288,12 @@ def search(
 
     def find(match: TextQuery, all_words: bool, size: int, offset: int) -> tuple[list[Candidate], bool]:
         """The ``size`` newest matches of each table after its newest ``offset``; whether one holds more."""
-        note_hits, more = index.hits_window(
+        note_hits, more = index.hits(
             [NOTE], match, where_in=note_filter, min_importance=min_importance, limit=size, offset=offset
         )
         hits = [Candidate("note", hit, hit.relevance, all_words=all_words) for hit in note_hits]
         if include_handoffs:
-            handoff_hits, handoffs_more = index.hits_window(
+            handoff_hits, handoffs_more = index.hits(
                 [HANDOFF], match, where_in=handoff_filter, limit=size, offset=offset
             )
             more = more or handoffs_more
@@ -596,9 +596,7 @@ def _related_hits(
     index = store.fresh_index()
     if match is not None:
         where_in = {**(note_filter or {}), "project_id": projects}
-        return index.hits_window(
-            [NOTE], match, where_in=where_in, min_importance=min_importance, limit=limit, offset=offset
-        )
+        return index.hits([NOTE], match, where_in=where_in, min_importance=min_importance, limit=limit, offset=offset)
     rows = index.select(
         NOTE,
         where_in={"project_id": projects, "status": LIVE_NOTE_STATES},

@@ -222,7 +222,7 @@ class Queries(IndexConnection):
         min_importance: int | None = None,
         limit: int = 50,
         offset: int = 0,
-    ) -> list[Hit]:
+    ) -> tuple[list[Hit], bool]:
         """Full-text hits, best first, each with its relevance (higher is better), its record parsed lazily.
 
         A record matches when, for each query word, one of its words starts with it or shares its
@@ -230,27 +230,13 @@ class Queries(IndexConnection):
         the filters (newest first: a word common to most of a large store would otherwise cost a
         filter check on every match, linearly in the store), those with every word in the title
         or tags come first (relevance 2), then the rest (1), newest first within each; ``limit``
-        of them are returned. ``offset`` skips that many of the newest matches first (the next
+        of them are returned, and whether a table holds a match past them (read as one rowid
+        more). ``offset`` skips that many of the newest matches first (the next
         window of a search's pages: SQLite steps over the skipped rowids, reading no record).
         Not FTS5's bm25: it counts every row holding each word on every query, so its cost grows
         with the store (0.78 ms for one common word at 50,000 notes, even with LIMIT 1); this
         stays within the candidates' rowid window.
         """
-        return self.hits_window(
-            kinds, query, where_in=where_in, min_importance=min_importance, limit=limit, offset=offset
-        )[0]
-
-    def hits_window(
-        self,
-        kinds: Iterable[Kind],
-        query: TextQuery,
-        *,
-        where_in: dict[str, Sequence[Any]] | None = None,
-        min_importance: int | None = None,
-        limit: int = 50,
-        offset: int = 0,
-    ) -> tuple[list[Hit], bool]:
-        """``hits``, and whether a text table holds a match past its window (read as one rowid more)."""
         if not query.words:
             return [], False
         groups: dict[str, list[str]] = {}
