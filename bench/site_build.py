@@ -480,6 +480,8 @@ def main() -> int:
     args = parser.parse_args()
     if args.cold_repeat < 0:
         parser.error(f"argument --cold-repeat: must be 0 or more, got {args.cold_repeat}")
+    if args.keep is not None and args.keep.exists() and not args.keep.is_dir():
+        parser.error(f"argument --keep: {args.keep} is a file; give a folder (made if missing)")
     if args.build_once:
         print(json.dumps(build_once(args.build_once[0], args.build_once[1], args.full)))
         return 0

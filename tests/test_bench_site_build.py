@@ -38,3 +38,10 @@ def test_a_store_left_half_made_is_made_again(tmp_path: Path) -> None:
     assert "generated 12 notes and items" in run.stderr
     assert (half / "codexmem.yaml").is_file()
     assert not list(tmp_path.glob(".store-*")), "the store being made is left beside the finished one"
+
+
+def test_keep_naming_a_file_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("x")
+    run = _bench(tmp_path / "a-file")
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert "argument --keep:" in run.stderr and "is a file; give a folder" in run.stderr
