@@ -465,6 +465,19 @@ def test_written_text_is_escaped_and_a_broken_file_is_named(agent: Agent) -> Non
     assert sorted(b["path"] for b in data["unreadable"]) == bad
 
 
+def test_a_file_left_mid_merge_is_named_with_its_whole_fix(agent: Agent) -> None:
+    """Before, the line was cut at 200 characters, mid-sentence ("…delete the markers, then run")."""
+    agent.start("A merge in progress")
+    kept = agent.note("Kept on both sides")
+    agent.commit("start")
+    path = agent.store.layout.path(NOTE, kept["note_id"])
+    text = path.read_text()
+    path.write_text(text.replace("title:", "<<<<<<< HEAD\ntitle:", 1).replace("\n---", "\n=======\n>>>>>>> b\n---", 1))
+    out = diff(agent, "HEAD")
+    [line] = [line for line in out.splitlines() if line.startswith(f"- `notes/{kept['note_id']}.md`")]
+    assert line.endswith("then run \\`codexmem resolve\\` to record the resolution"), line
+
+
 def test_a_schema_changed_by_hand_says_what_changed(agent: Agent) -> None:
     at = agent.tick()
     service.add_channel(agent.store, "bugs", BUGS_SCHEMA, actor="cli", now=at)

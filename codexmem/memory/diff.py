@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from codexmem.envelope import shorten
 from codexmem.errors import CodexmemError
 from codexmem.gitrepo import SHALLOW_FIX, discover_repository, find_git_root, is_shallow
 from codexmem.records.schema_diff import schema_changes
@@ -377,7 +378,7 @@ class _Comparison:
         try:
             return self.reader.record(side, rel)
         except (ValueError, YamlError) as exc:
-            self.diff.unreadable.append({"path": rel, "side": side.revision, "problem": str(exc)[:300]})
+            self.diff.unreadable.append({"path": rel, "side": side.revision, "problem": shorten(str(exc), 300)[0]})
             return None
 
     def _read_events(self, rel: str) -> None:
@@ -385,7 +386,9 @@ class _Comparison:
         try:
             base, head = self.reader.raw(self.diff.base, rel), self.reader.raw(self.diff.head, rel)
         except ValueError as exc:
-            self.diff.unreadable.append({"path": rel, "side": self.diff.head.revision, "problem": str(exc)[:300]})
+            self.diff.unreadable.append(
+                {"path": rel, "side": self.diff.head.revision, "problem": shorten(str(exc), 300)[0]}
+            )
             return
         before = {e["event_id"] for e in _events(base)}
         for event in _events(head):

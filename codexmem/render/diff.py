@@ -91,7 +91,7 @@ def markdown(diff: MemoryDiff) -> str:
 def _unreadable(diff: MemoryDiff) -> list[str]:
     if not diff.unreadable:
         return []
-    bad = [f"- {_code(b['path'])} ({md(b['side'])}): {md(b['problem'][:200])}" for b in diff.unreadable[:SHOWN_BAD]]
+    bad = [f"- {_code(b['path'])} ({md(b['side'])}): {md(b['problem'])}" for b in diff.unreadable[:SHOWN_BAD]]
     more = [f"- and {len(diff.unreadable) - SHOWN_BAD} more"] if len(diff.unreadable) > SHOWN_BAD else []
     return ["", "**Could not read** (`codexmem check` says why)", *bad, *more]
 
