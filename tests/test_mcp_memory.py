@@ -434,6 +434,28 @@ async def test_a_body_quoting_git_conflict_markers_is_refused_unless_indented(st
     assert [f for f in check_store(store_path).findings if f.level == "error"] == []
 
 
+async def test_asking_for_more_notes_never_shows_fewer(store_path: Path, web: Path) -> None:
+    """The brief sums up the notes asked for, and grew into their room: with 20 large notes saved,
+    ``max_notes`` 5 showed 3 and 20 showed 2."""
+    async with mcp_client(store_path) as client:
+        boot = await bootstrap(client, web)
+        for i in range(20):
+            saved = await note(
+                client,
+                boot,
+                type=("decision", "bugfix", "discovery", "constraint", "todo")[i % 5],
+                title=f"Payment retry decision number {i} " + "x" * 150,
+                content=(f"payment retry note {i} " + "lorem ipsum dolor sit amet " * 300)[: 2500 + (i % 5) * 700],
+                importance=5,
+                tags=[f"tag{j}-" + "t" * 40 for j in range(20)],
+                file_paths=[f"src/mod{j}/file_{i}.py" for j in range(10)],
+            )
+            assert saved["ok"], saved
+        shown = {n: len((await bootstrap(client, web, max_notes=n))["recent_notes"]) for n in (1, 3, 5, 10, 20)}
+    assert shown[1] == 1 and shown[3] == 3
+    assert shown[3] <= shown[5] <= shown[10] <= shown[20], shown
+
+
 # ------------------------------------------------------------------ search
 
 

@@ -78,6 +78,8 @@ class Detail(NamedTuple):
 # The richest level whose fixed part leaves room for notes is used.
 DETAIL_LEVELS = (Detail(8, 200, 300), Detail(5, 120, 200), Detail(3, 60, 100))
 FIXED_PART_BUDGET = MAX_ANSWER_BYTES - 2500
+FIRST_NOTES_ROOM = 5
+"""A bootstrap's brief is cut to the level that leaves room for this many notes (its default max_notes)."""
 MAX_LISTED_RECOVERIES = 10
 UNREADABLE_SHOWN = 3
 
@@ -179,12 +181,20 @@ def bootstrap_session(
             "truncated": False,
         }
 
-    level = next(
-        (lv for lv in DETAIL_LEVELS if fits(build(lv, defaultdict(list)), warnings, budget=FIXED_PART_BUDGET)),
-        DETAIL_LEVELS[-1],
-    )
     stale = Staleness(store.config, store.root)
     items = [("notes", note_view(n, compact=True, stale=stale)) for n in notes]
+    # The brief grows with the notes it sums up: the richest level that also leaves room for the
+    # first notes themselves (asked for 20 large notes, a full brief left room for 2, 5 gave 3).
+    first: Groups = defaultdict(list, notes=[view for _, view in items[:FIRST_NOTES_ROOM]])
+    level = next(
+        (
+            lv
+            for lv in DETAIL_LEVELS
+            if fits(build(lv, defaultdict(list)), warnings, budget=FIXED_PART_BUDGET)
+            and fits(build(lv, first), warnings)
+        ),
+        DETAIL_LEVELS[-1],
+    )
     items += [("handoffs", compact_handoff(h, level)) for h in handoffs[1:]]
     items += [("related", _related_view(c, stale)) for c in related]
     data, kept = fit_lists(warnings, items, lambda groups: build(level, groups))
