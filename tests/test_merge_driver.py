@@ -85,6 +85,44 @@ def test_a_branch_that_goes_on_after_a_squash_merge_merges_locally_without_confl
     assert repo.values(bug) == {"title": "Totals off by a cent", "status": "new", "owner": "aiko", "severity": "s2"}
 
 
+def test_an_item_made_on_a_branch_then_squash_merged_and_changed_again_merges_locally(repo: Repo) -> None:
+    """Made on the branch, the bug has no common ancestor with main's squashed copy (git sees
+    add/add): before, the driver merged it against nothing and every field the branch changed since
+    conflicted, though only the branch ever changed it. Version 1 is the creation both copies share."""
+    repo.branch("feat")
+    bug = repo.item(title="Made on the branch", owner="aiko")
+    repo.commit("a bug")
+    repo.checkout("main")
+    assert repo.land("feat", "squash") == []
+    repo.checkout("feat")
+    repo.edit(bug, status="fixed")
+    repo.commit("fixed")
+    repo.checkout("main")
+    assert repo.merge("feat") == []
+    assert repo.values(bug) == {"title": "Made on the branch", "status": "fixed", "owner": "aiko"}
+    assert repo.version(bug) == 2
+    assert errors(repo.check()) == [] and repo.check().warnings == []
+
+
+def test_an_item_made_on_a_branch_and_changed_on_both_sides_still_conflicts(repo: Repo) -> None:
+    """Both copies moved on from version 1: nothing says what they shared, so a difference stays a
+    conflict for a person to settle."""
+    repo.branch("feat")
+    bug = repo.item(title="Made on the branch")
+    repo.commit("a bug")
+    repo.checkout("main")
+    assert repo.land("feat", "squash") == []
+    repo.edit(bug, status="triaged")
+    repo.commit("triaged on main")
+    repo.checkout("feat")
+    repo.edit(bug, status="fixed")
+    repo.commit("fixed")
+    repo.checkout("main")
+    path = repo.item_path(bug)
+    assert path.relative_to(repo.path).as_posix() in repo.merge("feat")
+    assert "<<<<<<< ours\n  status:\n    triaged\n=======\n  status:\n    fixed\n>>>>>>> theirs\n" in path.read_text()
+
+
 def test_a_same_field_disagreement_is_confined_to_that_field(repo: Repo) -> None:
     bug = repo.item(title="Search is slow", owner="aiko")
     repo.commit("a bug")

@@ -66,6 +66,7 @@ def merge_file(base: Path, ours: Path, theirs: Path, name: str) -> int:
 def merge_records(kind: Kind, base: Mapping[str, Any], ours: Mapping[str, Any], theirs: Mapping[str, Any]) -> Merged:
     """The field-by-field merge of three parsed record files (an item's values one by one; the
     version: the higher one)."""
+    base = _created_copy(base, ours, theirs)
     data, conflicts, body_conflict = _merge_fields(base, ours, theirs, kind.body_field, skip={"version", "values"})
     _whole_groups(kind, (base, ours, theirs), data, conflicts)
     if kind is ITEM:
@@ -76,6 +77,24 @@ def merge_records(kind: Kind, base: Mapping[str, Any], ours: Mapping[str, Any], 
         conflicts.update(value_conflicts)
     data["version"] = max(int(ours.get("version", 1)), int(theirs.get("version", 1)))
     return Merged(data, conflicts, body_conflict)
+
+
+def _created_copy(base: Mapping[str, Any], ours: Mapping[str, Any], theirs: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The base of a record both sides added (git's add/add: no common ancestor holds it).
+
+    A record made on a branch that was squash-merged has no ancestor on ``main``: the branch's next
+    merge meets main's copy as a file both sides added. When one copy is still at version 1, it is
+    the creation the other changed from (the same ``created_at``), so it is the base, and only
+    what the other side changed since is merged; otherwise there is none, as git says.
+    """
+    if base or not ours or not theirs or ours.get("created_at") != theirs.get("created_at"):
+        return base
+    versions = int(ours.get("version", 1)), int(theirs.get("version", 1))
+    if versions[0] == 1 and versions[1] > 1:
+        return ours
+    if versions[1] == 1 and versions[0] > 1:
+        return theirs
+    return base
 
 
 def _whole_groups(
