@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from merge_fixtures import Repo, errors, new_repo
+from records_fixtures import run_cli
 
 from codexmem.store.resolve import resolve
 
@@ -49,6 +50,22 @@ def test_theirs_dropping_the_other_sides_edits_is_a_lost_edit(repo: Repo) -> Non
     assert "the file holds the older null" in owner
     assert "put the value back, or run `codexmem resolve` to record dropping it" in owner
     assert any(f.startswith(f'{path}: error: lost edit: severity was set to "s1" by Bob Jones') for f in found)
+
+
+def test_resolve_says_which_newer_values_recording_the_file_drops(repo: Repo) -> None:
+    """``resolve`` is also how a person records dropping an edit, so it cannot refuse; before, it
+    said only ``recorded (version 4): owner, severity, status``, and a side kept by mistake (the
+    settling of an events file in the same run hid check's lost-edit error) went by unnoticed."""
+    bug = _diverge(repo)
+    item = repo.item_path(bug).relative_to(repo.path).as_posix()
+    repo.git("checkout", "--theirs", item)
+    done = run_cli("resolve", "--store", str(repo.store_root), cwd=repo.path)
+    assert done.returncode == 0, done.stderr
+    [line] = [x for x in done.stdout.splitlines() if x.startswith(f"channels/bugs/items/{bug}.yaml")]
+    assert "recorded (version 4): owner, severity" in line
+    assert "; the file's older values drop owner \"mika\" by Bob Jones (evt_" in line
+    assert '; severity "s1" by Bob Jones (evt_' in line
+    assert "status" not in line.split("drop", 1)[1]  # Alice's status is what the file holds: not dropped
 
 
 def test_resetting_records_to_the_merge_base_is_a_rollback(repo: Repo) -> None:

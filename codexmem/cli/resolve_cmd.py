@@ -49,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"{r.path}: conflict settled, the events of both sides kept")
             continue
         fields = f": {', '.join(r.fields)}" if r.fields and r.what == "recorded" else ""
-        print(f"{r.path}: {r.what} (version {r.version}){fields}")
+        dropped = f"; the file's older values drop {'; '.join(r.dropped)}" if r.dropped else ""
+        print(f"{r.path}: {r.what} (version {r.version}){fields}{dropped}")
     count = sum(r.kind != "events" for r in done)
     print(f"resolve: {count} record{'s' if count != 1 else ''} recorded" if count else "resolve: nothing to record")
     return 0

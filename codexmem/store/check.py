@@ -361,6 +361,15 @@ def history_problems(kind: Kind, data: dict[str, Any], expected: Expected) -> li
     return problems
 
 
+def dropped_edit(name: str, held: Any, state: FieldState, expected: Expected) -> str | None:
+    """What recording ``held`` for ``name`` drops, when it is an older value than the history's
+    (``status "fixed" by Ren (evt_…)``); None when it is not (a new value, or a settled conflict)."""
+    setter = state.setters[0]
+    if state.conflict or not _older_value(name, held, setter, expected):
+        return None
+    return f"{name} {_show(state.value)} by {_who(setter)} ({setter['event_id']})"
+
+
 def _older_value(name: str, held: Any, setter: dict[str, Any], expected: Expected) -> bool:
     """Whether ``held`` is a value ``name`` had before ``setter`` changed it (an edit was dropped);
     unset counts, when the field started unset."""

@@ -17,7 +17,7 @@ from typing import Any
 from codexmem.errors import CodexmemError
 from codexmem.store import events as ev
 from codexmem.store.atomic import atomic_write
-from codexmem.store.check import StoreScan, history_problems, scan_store
+from codexmem.store.check import StoreScan, dropped_edit, history_problems, scan_store
 from codexmem.store.history import created_fields, expected_state, record_fields, value_key
 from codexmem.store.layout import ITEM, KINDS, Kind
 from codexmem.store.store import Store, Transaction
@@ -34,6 +34,8 @@ class Resolution:
     """``recorded`` (a change), ``created``, ``deleted`` or ``restored``."""
     fields: tuple[str, ...]
     version: int
+    dropped: tuple[str, ...] = ()
+    """The newer values the history held that this records dropping (the file kept older ones)."""
 
 
 def resolve(store: Store) -> list[Resolution]:
@@ -106,6 +108,7 @@ def _resolve_one(store: Store, txn: Transaction, scan: StoreScan, key: tuple[str
     split = expected.deleted_and_changed() is not None
     if not expected.deleted and not split and not history_problems(kind, data, expected):
         return None
+    dropped: list[str] = []
     if expected.deleted or split:  # kept against a deletion: every value recorded, after both sides
         values, what = created_fields(fields), "restored"
     else:
@@ -117,12 +120,15 @@ def _resolve_one(store: Store, txn: Transaction, scan: StoreScan, key: tuple[str
                     values[name] = held
             elif state.conflict or value_key(held) != value_key(state.value):
                 values[name] = held
+                lost = dropped_edit(name, held, state, expected)
+                if lost is not None:
+                    dropped.append(lost)
         what = "recorded"
     version = expected.version + 1
     parents = [h["event_id"] for h in expected.heads]
     event = _event(store, txn, kind, rid, channel, "resolved", version, values, parents, None)
     txn.record(kind, rid, channel, event, {**data, "version": version})
-    return Resolution(rel, kind_name, rid, what, tuple(values), version)
+    return Resolution(rel, kind_name, rid, what, tuple(values), version, tuple(dropped))
 
 
 def _event(
