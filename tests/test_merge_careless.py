@@ -63,7 +63,7 @@ def test_resolve_says_which_newer_values_recording_the_file_drops(repo: Repo) ->
     assert done.returncode == 0, done.stderr
     [line] = [x for x in done.stdout.splitlines() if x.startswith(f"channels/bugs/items/{bug}.yaml")]
     assert "recorded (version 4): owner, severity" in line
-    assert "; the file's older values drop owner \"mika\" by Bob Jones (evt_" in line
+    assert '; the file\'s older values drop owner "mika" by Bob Jones (evt_' in line
     assert '; severity "s1" by Bob Jones (evt_' in line
     assert "status" not in line.split("drop", 1)[1]  # Alice's status is what the file holds: not dropped
 
