@@ -171,8 +171,8 @@ def resolve_sides(root: Path, revisions: str | None) -> tuple[Side, Side]:
 def _two_dots_caution(root: Path, a: str, b: str, left: str, right: str) -> str:
     """What ``A..B`` shows besides B's changes when A moved on since B branched from it: A's own
     changes since, undone (as ``git diff A..B`` does), with the authors of B's events beside them."""
-    base = (run_git(root, ["merge-base", a, b]) or b"").decode("ascii").split()
-    if not base or base[0] == a:
+    base = _common_commit(root, a, b)
+    if base is None or base == a:
         return ""
     return (
         f"Two dots compare the trees of {left} and {right}: what {left} gained since {right} branched from it "
@@ -205,13 +205,19 @@ def _commit(root: Path, revision: str, problem: str, advice: str) -> str:
 
 
 def _merge_base(root: Path, a: str, b: str, left: str, right: str) -> str:
-    out = run_git(root, ["merge-base", a, b])
-    if not out:
+    base = _common_commit(root, a, b)
+    if base is None:
         raise CodexmemError(
             "ERR_INVALID_INPUT",
             _said(root, f"{_shown(left)} and {_shown(right)} have no common commit", "compare them with A..B"),
         )
-    return out.decode("ascii").split()[0]
+    return base
+
+
+def _common_commit(root: Path, a: str, b: str) -> str | None:
+    """Where ``a`` and ``b`` branched (``git merge-base``), or None when they share no commit."""
+    out = (run_git(root, ["merge-base", a, b]) or b"").decode("ascii").split()
+    return out[0] if out else None
 
 
 def _said(root: Path, problem: str, advice: str) -> str:
