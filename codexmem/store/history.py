@@ -187,10 +187,9 @@ def merge_values(base: Any, ours: Any, theirs: Any) -> tuple[Any, bool]:
     Any values (lists and mappings too) compare by :func:`value_key`; two texts that both changed
     merge as git's text merge does. On a conflict the value is ``ours``.
     """
-    if value_key(ours) == value_key(theirs) or value_key(theirs) == value_key(base):
-        return ours, True
-    if value_key(ours) == value_key(base):
-        return theirs, True
+    value, clash = three_way(base, ours, theirs)
+    if not clash:
+        return value, True
     if all(isinstance(v, str) for v in (base, ours, theirs)):
         text, clean = merge_text(base, ours, theirs)
         if clean:
@@ -212,7 +211,26 @@ def merge_values(base: Any, ours: Any, theirs: Any) -> tuple[Any, bool]:
 
 
 ABSENT: Any = type("Absent", (), {"__repr__": lambda self: "absent"})()
-"""Where one side of a mapping or list of entries has nothing (merged here, shown by ``check``)."""
+"""Where one side of a mapping or list of entries has nothing (merged here and by the merge
+driver, shown by ``check``)."""
+
+
+def three_way(base: Any, ours: Any, theirs: Any) -> tuple[Any, bool]:
+    """The rule every merge here starts from: the side that changed the value (``ours`` when both
+    made the same change, or neither did), and whether the two changed it differently (then
+    ``ours``). :data:`ABSENT` stands for a key one side lacks."""
+    if same(ours, theirs) or same(theirs, base):
+        return ours, False
+    if same(ours, base):
+        return theirs, False
+    return ours, True
+
+
+def same(a: Any, b: Any) -> bool:
+    """Whether two values are equal as stored (by :func:`value_key`); :data:`ABSENT` only equals itself."""
+    if a is ABSENT or b is ABSENT:
+        return a is b
+    return value_key(a) == value_key(b)
 
 
 def _merge_slots(
@@ -224,25 +242,16 @@ def _merge_slots(
     merged: dict[str, Any] = {}
     for key in order:
         b, o, t = base.get(key, ABSENT), ours.get(key, ABSENT), theirs.get(key, ABSENT)
-        if _same(o, t) or _same(t, b):
-            value = o
-        elif _same(o, b):
-            value = t
-        elif ABSENT in (b, o, t):
+        value, clash = three_way(b, o, t)
+        if clash and ABSENT in (b, o, t):
             return {}, False  # removed on one side, changed (or added differently) on the other
-        else:
+        if clash:
             value, clean = merge_values(b, o, t)
             if not clean:
                 return {}, False
         if value is not ABSENT:
             merged[key] = value
     return merged, True
-
-
-def _same(a: Any, b: Any) -> bool:
-    if a is ABSENT or b is ABSENT:
-        return a is b
-    return value_key(a) == value_key(b)
 
 
 def _merge_order(base: list[str], ours: list[str], theirs: list[str]) -> list[str] | None:

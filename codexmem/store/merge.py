@@ -19,13 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from codexmem.store.history import value_key
+from codexmem.store.history import ABSENT, same, three_way
 from codexmem.store.layout import CONFIG_FILE, ITEM, NOTE, Kind, identify_relpath
 from codexmem.store.recordfile import FORMS, parse, serialize
 from codexmem.store.textmerge import merge_text
 from codexmem.store.yamlio import YamlError, load_yaml
-
-_MISSING = object()
 
 
 @dataclass(frozen=True)
@@ -111,10 +109,10 @@ def _whole_groups(
         if len(group) < 2:
             continue
         o, a, b = ([side.get(name) for name in group] for side in (base, ours, theirs))
-        if _same(a, o) or _same(b, o) or _same(a, b):
+        if same(a, o) or same(b, o) or same(a, b):
             continue
         for name in group:
-            if name not in conflicts and not _same(ours.get(name, _MISSING), theirs.get(name, _MISSING)):
+            if name not in conflicts and not same(ours.get(name, ABSENT), theirs.get(name, ABSENT)):
                 conflicts[name] = (ours.get(name), theirs.get(name))
                 data[name] = ours.get(name)
 
@@ -133,37 +131,20 @@ def _merge_fields(
     for key in _keys(base, ours, theirs):
         if key in skip:
             continue
-        o, a, b = base.get(key, _MISSING), ours.get(key, _MISSING), theirs.get(key, _MISSING)
-        value, clash = _merge_value(o, a, b)
+        o, a, b = base.get(key, ABSENT), ours.get(key, ABSENT), theirs.get(key, ABSENT)
+        value, clash = three_way(o, a, b)
         if clash and key == body_field:
             text, clean = merge_text(str(_or_none(o) or ""), str(_or_none(a) or ""), str(_or_none(b) or ""))
             value, clash, body_conflict = text, False, not clean
         if clash:
             conflicts[key] = (_or_none(a), _or_none(b))
-        if value is not _MISSING:
+        if value is not ABSENT:
             out[key] = value
     return out, conflicts, body_conflict
 
 
-def _merge_value(o: Any, a: Any, b: Any) -> tuple[Any, bool]:
-    """(merged value, whether the two sides disagree); _MISSING stands for a key one side lacks."""
-    if _same(a, b):
-        return a, False
-    if _same(a, o):
-        return b, False
-    if _same(b, o):
-        return a, False
-    return a, True
-
-
-def _same(x: Any, y: Any) -> bool:
-    if x is _MISSING or y is _MISSING:
-        return x is y
-    return value_key(x) == value_key(y)
-
-
 def _or_none(value: Any) -> Any:
-    return None if value is _MISSING else value
+    return None if value is ABSENT else value
 
 
 def _mapping(value: Any) -> dict[str, Any]:
