@@ -27,6 +27,7 @@ class Index(Freshness, Queries):
         """Throw the index away and build it again from the files and events."""
         with self._mutex:
             self.close()
+            self.seed = False
             if self.path is not None:
                 self._discard_file()
             return self.refresh(full=True)
