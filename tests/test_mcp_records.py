@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from mcp import Client, StdioServerParameters
+from memory_fixtures import answer_bytes
 from records_fixtures import (
     ALL_TYPES,
     NOW,
@@ -28,6 +29,7 @@ from records_fixtures import (
     run_cli,
 )
 
+from codexmem.envelope import MAX_ANSWER_BYTES
 from codexmem.mcp.state import ServerState
 from codexmem.records import service
 from codexmem.store.init import init_store
@@ -323,6 +325,7 @@ async def test_a_stale_version_is_a_conflict_with_the_current_item(tmp_path: Pat
         stale = await _edit(client, ids[0], {"status": "triaged", "severity": "s2"}, read["version"], "k1")
         assert stale["error"]["code"] == "ERR_VERSION_CONFLICT" and stale["error"]["current_version"] == 2
         assert stale["error"]["item"]["values"]["status"] == "in_progress"
+        assert stale["error"]["item"] == await _read(client, ids[0]), "the item as read_record_item shows it"
         assert events_of(path) == before
         retry = await _edit(client, ids[0], {"severity": "s2"}, stale["error"]["current_version"], "k2")
     assert retry["data"]["item"]["version"] == 3 and retry["data"]["item"]["values"]["status"] == "in_progress"
@@ -344,6 +347,56 @@ async def test_answers_about_a_huge_item_fit_by_cutting_its_longest_texts(tmp_pa
     assert edited["ok"] and edited["data"]["item"]["version"] == 2 and edited["data"]["item"]["truncated_values"]
     assert stale["error"]["code"] == "ERR_VERSION_CONFLICT" and stale["error"]["item"]["truncated_values"]
     assert load_item_values(path, item) == {"a": "x" * 9000, "b": "y" * 6000, "c": "still short"}
+
+
+async def test_a_cut_text_keeps_as_much_as_fits_however_many_bytes_its_characters_take(tmp_path: Path) -> None:
+    """Cutting assumed a byte per character: 4,000 three-byte characters came back as 575, in 2 KB."""
+    path = new_store(tmp_path / "s")
+    store = Store(path)
+    schema = {"name": "Notes", "fields": [{"key": "a", "label": "A", "type": "text", "config": {"max_length": 9000}}]}
+    service.add_channel(store, "notes", schema, actor=PERSON, now=NOW)
+    texts = {"cjk": "支" * 4000, "mixed": "😀א\u200fb" * 1000, "ascii": "x" * 9000}
+    ids = {
+        name: service.create_item(store, "notes", {"a": text}, actor=PERSON, now=NOW)["id"]
+        for name, text in texts.items()
+    }
+    async with mcp_client(path) as client:
+        answers = {
+            name: await call(client, "read_record_item", record_channel_id="notes", item_id=ids[name]) for name in ids
+        }
+    for name, answer in answers.items():
+        size, kept = answer_bytes(answer), answer["data"]["item"]["values"]["a"]
+        assert answer["data"]["item"]["truncated_values"] == ["a"] and kept.endswith("…")
+        assert texts[name].startswith(kept[:-1])
+        assert MAX_ANSWER_BYTES - 4 <= size <= MAX_ANSWER_BYTES, f"{name}: one more character would not fit ({size})"
+
+
+async def test_an_edit_of_a_channel_too_wide_to_answer_whole_is_answered_as_done(tmp_path: Path) -> None:
+    """200 fields with 50-character keys: even with every text cut the item took 11 KB, so an edit
+    was written and then answered ERR_READ_FAILED, and the item could no longer be read."""
+    path = new_store(tmp_path / "s")
+    store = Store(path)
+    keys = [f"field_{n:03d}_" + "k" * 40 for n in range(200)]
+    service.add_channel(
+        store,
+        "wide",
+        {"name": "Wide", "fields": [{"key": k, "label": k, "type": "text"} for k in keys]},
+        actor=PERSON,
+        now=NOW,
+    )
+    item = service.create_item(store, "wide", {keys[0]: "first"}, actor=PERSON, now=NOW)["id"]
+    values = {k: f"{k[:9]} " + "w" * 60 for k in keys}
+    async with mcp_client(path) as client:
+        edited = await _edit(client, item, values, 1, "wide-1", "wide")
+        read = await call(client, "read_record_item", record_channel_id="wide", item_id=item)
+    for answer in (edited, read):
+        assert answer["ok"], answer
+        shown = answer["data"]["item"]
+        assert answer_bytes(answer) <= MAX_ANSWER_BYTES and shown["version"] == 2
+        assert shown["values_left_out"] == 200 - len(shown["values"]) > 0
+        assert list(shown["values"]) == keys[: len(shown["values"])], "the first fields are kept, in schema order"
+    on_disk = load_yaml((path / "channels/wide/items" / f"{item}.yaml").read_bytes())
+    assert on_disk["version"] == 2 and on_disk["values"] == values
 
 
 async def test_a_rejection_of_very_many_fields_stays_within_the_budget(tmp_path: Path) -> None:

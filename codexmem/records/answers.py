@@ -238,27 +238,46 @@ def polled_event(event: dict[str, Any], *, channel_named: bool) -> dict[str, Any
 
 
 def fit_item(envelope_of: Callable[[dict[str, Any]], dict[str, Any]], item: dict[str, Any]) -> dict[str, Any]:
-    """``item`` with its longest text values cut until ``envelope_of(item)`` fits the answer budget.
+    """``item`` cut until ``envelope_of(item)`` fits the answer budget.
 
-    A bug tracker's item fits easily; a channel with several 10,000-character texts does not.
-    Cut values end in "…" and are named in ``truncated_values``.
+    A bug tracker's item fits easily; a channel with several 10,000-character texts does not. The
+    longest texts are cut first, each to as much as fits (found by halving: a character is 1 to 4
+    bytes), ending in "…" and named in ``truncated_values``. A channel of very many fields may not
+    fit even then: values are then left out from the last field back, and ``values_left_out``
+    counts them, so a committed edit is still answered as one.
     """
-    over = size_of(envelope_of(item)) - MAX_ANSWER_BYTES
-    if over <= 0:
+    if size_of(envelope_of(item)) <= MAX_ANSWER_BYTES:
         return item
     values = dict(item["values"])
     cut: list[str] = []
-    texts = sorted((k for k, v in values.items() if isinstance(v, str)), key=lambda k: -len(values[k]))
-    for key in texts:
-        # Each character removed is at least one byte; the margin covers the marker keys.
-        keep = max(0, len(values[key]) - over - 100)
-        values[key] = values[key][:keep] + "…"
-        cut.append(key)
+
+    def shaped() -> dict[str, Any]:
         shrunk = {**item, "values": values, "truncated_values": cut}
-        over = size_of(envelope_of(shrunk)) - MAX_ANSWER_BYTES
-        if over <= 0:
-            return shrunk
-    return item  # not text that makes it large: the server reports the budget error
+        left_out = len(item["values"]) - len(values)
+        return {**shrunk, "values_left_out": left_out} if left_out else shrunk
+
+    def fits() -> bool:
+        return size_of(envelope_of(shaped())) <= MAX_ANSWER_BYTES
+
+    texts = sorted((k for k, v in values.items() if isinstance(v, str) and v), key=lambda k: -len(values[k]))
+    for key in texts:
+        whole = values[key]
+        cut.append(key)
+        low, high = 0, len(whole) - 1  # the most characters kept that fit, if any
+        while low < high:
+            middle = (low + high + 1) // 2
+            values[key] = whole[:middle] + "…"
+            low, high = (middle, high) if fits() else (low, middle - 1)
+        values[key] = whole[:low] + "…"
+        if fits():
+            return shaped()
+    for key in reversed(list(item["values"])):
+        del values[key]
+        if key in cut:
+            cut.remove(key)
+        if fits():
+            return shaped()
+    return shaped()
 
 
 def _fitted_item(data: dict[str, Any], warnings: Warnings) -> dict[str, Any]:

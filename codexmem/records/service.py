@@ -311,21 +311,25 @@ def edit_item(
         current = txn.get(ITEM, item_id, channel_id)
         if current is None:
             raise _item_not_found(channel_id, item_id)
+
+        def as_stored() -> dict[str, Any]:
+            """The item with its bookkeeping (``updated_at`` is the index's, not the file's)."""
+            return public_item(schema, store.index.get(ITEM, item_id, channel_id) or current, now)
+
         if expected_version is not None and expected_version != current["version"]:
             raise CodexmemError(
                 "ERR_VERSION_CONFLICT",
                 f"item {item_id} is at version {current['version']}, not {expected_version}: someone changed it "
                 "since you read it; check error.item and edit again with its version",
                 current_version=current["version"],
-                item=public_item(schema, current, now),
+                item=as_stored(),
             )
         before: dict[str, Any] = current["values"]
         stored = _validated(txn, schema, item_id, values, existing=before)
         outdated = outdated_values(schema, stored, values)
         changed = sorted(k for k in {*before, *stored} if before.get(k, _ABSENT) != stored.get(k, _ABSENT))
         if not changed:  # a no-op writes nothing: no version, no event, no file
-            current_item = store.index.get(ITEM, item_id, channel_id) or current
-            return EditResult({"item": public_item(schema, current_item, now)}, unchanged=True, outdated=outdated)
+            return EditResult({"item": as_stored()}, unchanged=True, outdated=outdated)
         item = Item(
             item_id=item_id,
             record_channel_id=channel_id,
