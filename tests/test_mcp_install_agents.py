@@ -53,7 +53,7 @@ async def test_safe_mode_writes_new_files_and_never_touches_existing_ones(
     ]
     assert codes(first) == ["WARN_EXISTING_AGENTS_SKIPPED"]
     assert (web / "AGENTS.md").read_text() == HAND_WRITTEN
-    assert global_path.read_text().startswith("#") and second["data"]["written_files"] == []
+    assert global_path.read_text().startswith(BEGIN_MARKER + "\n#") and second["data"]["written_files"] == []
     assert [f["target"] for f in second["data"]["skipped_files"]] == ["global"]
 
 
@@ -154,6 +154,22 @@ async def test_a_block_codex_would_not_read_is_written_and_said(store_path: Path
     assert other.startswith(f"Codex reads {web / 'AGENTS.override.md'} instead of AGENTS.md")
 
 
+@pytest.mark.parametrize("first", ["safe", "overwrite"])
+async def test_an_append_after_a_safe_or_overwrite_install_replaces_its_block(
+    store_path: Path, web: Path, home: Path, first: str
+) -> None:
+    """Safe and overwrite wrote the rendering without the markers: an append then added a second copy
+    (41 lines, then 85), and `codexmem agents` refused such a file as having no codexmem block."""
+    async with mcp_client(store_path) as client:
+        written = await install(client, target="project", mode=first, cwd=str(web))
+        once = (web / "AGENTS.md").read_text()
+        again = await install(client, target="project", mode="append", cwd=str(web))
+    text = (web / "AGENTS.md").read_text()
+    assert written["data"]["written_files"] and again["data"]["written_files"] == []
+    assert [f["reason"] for f in again["data"]["skipped_files"]] == ["already up to date"]
+    assert text == once and text.count(BEGIN_MARKER) == text.count(END_MARKER) == 1
+
+
 async def test_overwrite_replaces_the_file_with_the_rendering_and_overrides_apply(
     store_path: Path, web: Path, home: Path
 ) -> None:
@@ -172,7 +188,7 @@ async def test_overwrite_replaces_the_file_with_the_rendering_and_overrides_appl
         )
     text = (web / "AGENTS.md").read_text()
     assert answer["ok"] and answer["warnings"] == []
-    assert HAND_WRITTEN not in text and BEGIN_MARKER not in text
+    assert HAND_WRITTEN not in text and text.startswith(BEGIN_MARKER) and text.endswith(END_MARKER + "\n")
     assert "- Project name: order-web" in text and "- System name: order-platform" in text
     assert "- order-api: related to\n- order-worker: related to" in text
     assert "`spec`, `api`, `go`" in text and "may be used for cross-repository work" in text

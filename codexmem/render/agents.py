@@ -284,7 +284,9 @@ def install(
                 "WARN_EXISTING_AGENTS_SKIPPED", f"{plan.target} AGENTS.md already existed and was skipped in safe mode"
             )
             continue
-        new = plan.content if mode != "append" else with_block(existing or "", plan.content)
+        # Always inside the markers: a later append, or `codexmem agents`, finds the block and
+        # replaces it (written bare, an append after it added a second copy).
+        new = with_block(existing or "" if mode == "append" else "", plan.content)
         if existing == new:
             skipped.append(
                 {"path": str(plan.path), **linked, "target": plan.target, "mode": mode, "reason": "already up to date"}
