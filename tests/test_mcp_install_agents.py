@@ -260,7 +260,7 @@ async def test_the_tool_is_announced_as_writing_and_possibly_destructive(store_p
 @pytest.mark.parametrize(
     ("argument", "value", "field", "says"),
     [
-        ("project_name", "P\u0000Q", "project_name", "one line"),
+        ("project_name", "P\u0000Q", "project_name", "NUL character"),
         ("system_name", "S\n# Hijack", "system_name", "one line"),
         ("system_name", "S <!-- codexmem:end --> tail", "system_name", "HTML comment"),
         ("preferred_tags", ["api", "x\n# injected heading"], "preferred_tags[1]", "one line"),

@@ -392,6 +392,37 @@ async def test_bad_arguments_are_answered_with_an_envelope_naming_each_field(sto
     assert answers["unknown"]["error"]["fields"][0]["message"] == "unknown argument"
 
 
+async def test_control_characters_are_refused_naming_the_field_and_nothing_is_written(
+    store_path: Path, web: Path
+) -> None:
+    """An escape sequence in a title or a body was written raw into the record file, where the
+    terminal of whoever ran ``cat`` or ``git diff`` on it would run it; a branch name took a NUL."""
+    async with mcp_client(store_path) as client:
+        boot = await bootstrap(client, web)
+        before = sorted(p.relative_to(store_path) for p in store_path.rglob("*") if ".cache" not in p.parts)
+        events = [p.read_bytes() for p in sorted((store_path / "events").rglob("*.jsonl"))]
+        answers = {
+            "title": await note(client, boot, title="Red \x1b[31malert"),
+            "content": await note(client, boot, content="fine\n\tindented\nthen \x9b2J"),
+            "next_steps[1]": await handoff(client, boot, next_steps=["ok", "bell \x07"]),
+            "scope.branch_name": await call(
+                client, "memory_start_session", scope={**boot["scope"], "branch_name": "a\x00b"}, task="t"
+            ),
+        }
+        after = sorted(p.relative_to(store_path) for p in store_path.rglob("*") if ".cache" not in p.parts)
+        events_after = [p.read_bytes() for p in sorted((store_path / "events").rglob("*.jsonl"))]
+        kept = await note(client, boot, title="Tabs\tand lines", content="line one\r\nline two\n\tcode")
+    for field, answer in answers.items():
+        assert answer["ok"] is False and answer["error"]["code"] == "ERR_INVALID_INPUT", answer
+        assert [f["field"] for f in answer["error"]["fields"]] == [field]
+    assert answers["title"]["error"]["message"] == (
+        "title: must not hold control characters (U+001B at character 5); tabs and line breaks are fine"
+    )
+    assert answers["scope.branch_name"]["error"]["fields"][0]["message"] == "must not hold a NUL character"
+    assert after == before and events_after == events
+    assert kept["ok"], kept
+
+
 @pytest.mark.parametrize(
     ("cwd", "says"),
     [

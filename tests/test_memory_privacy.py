@@ -94,6 +94,9 @@ async def test_privacy_is_decided_after_validation_and_unknown_intents_are_refus
         )
     assert bad_path["error"]["fields"][0]["field"] == "file_paths[0]"
     assert typo["error"]["code"] == "ERR_INVALID_INPUT" and typo["error"]["fields"][0]["field"] == "privacy_intent"
+    assert "or empty, none, public, normal or default (stored as usual)" in typo["error"]["message"], (
+        "the ordinary intents it accepts are named too"
+    )
     assert blank["error"]["fields"][0]["field"] == "summary"
     assert record_files(store_path, "notes", "handoffs") == []
 

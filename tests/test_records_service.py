@@ -266,6 +266,9 @@ def test_poll_hands_out_a_cursor_of_the_current_index_and_expires_it_on_rebuild(
     fresh = service.poll_events(store, since=err.extra["next_since"], channel_id=None, limit=100)
     assert fresh.events == []
     assert len(service.poll_events(store, since=0, channel_id=None, limit=100).events) == 4
+    with pytest.raises(CodexmemError) as made_up:  # never a next_since: not said to be from a rebuilt index only
+        service.poll_events(store, since=5, channel_id=None, limit=100)
+    assert "rebuilt since, or the number never was one" in _error(made_up).message
 
 
 def test_an_empty_log_gives_a_cursor_that_still_works(tmp_path: Path) -> None:

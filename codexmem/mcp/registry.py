@@ -9,6 +9,7 @@ ERR_INVALID_INPUT with ``error.fields`` naming each bad field, while the publish
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -50,25 +51,60 @@ class ToolSpec:
 def parse_arguments(spec: ToolSpec, arguments: dict[str, Any] | None) -> ToolInput:
     """Validate raw arguments against the tool's model, as one ERR_INVALID_INPUT listing every field."""
     try:
-        return spec.input_model.model_validate(arguments or {})
+        parsed = spec.input_model.model_validate(arguments or {})
     except ValidationError as exc:
-        fields = validation_fields(exc, unknown="unknown argument", root="(arguments)")
-        for entry in fields:  # a field name is whatever key the caller sent: cut, so the answer stays in budget
-            if len(entry["field"]) > MAX_FIELD_CHARS:
-                entry["field"] = entry["field"][:MAX_FIELD_CHARS] + "…"
-        first = fields[0]
-        kept = _within(fields[:20], MAX_FIELDS_BYTES)
-        more = f" (and {len(fields) - 1} more)" if len(fields) > 1 else ""
-        raise CodexmemError("ERR_INVALID_INPUT", f"{first['field']}: {first['message']}{more}", fields=kept) from None
+        raise _refusal(validation_fields(exc, unknown="unknown argument", root="(arguments)")) from None
     except (RecursionError, ValueError) as exc:
         message = f"could not be read: {exc}"[:300]
         raise CodexmemError(
             "ERR_INVALID_INPUT", f"arguments {message}", fields=[{"field": "(arguments)", "message": message}]
         ) from None
 
+    controls = _control_characters(arguments or {})
+    if controls:
+        raise _refusal(controls)
+    return parsed
+
 
 MAX_FIELD_CHARS = 100
 MAX_FIELDS_BYTES = 6000
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+"""Control characters but tab and line breaks: written raw into a record file, an escape sequence
+(``ESC [31m``) would be run by the terminal of whoever reads it with ``cat`` or ``git diff``."""
+
+
+def _control_characters(arguments: dict[str, Any]) -> list[dict[str, str]]:
+    """A refusal for each string in the arguments that holds a control character, named as pydantic
+    names fields (``values.title``, ``file_paths[2]``); walked with a list, not recursion (a json
+    value may nest deeply)."""
+    found: list[dict[str, str]] = []
+    todo: list[tuple[str, Any]] = [(str(k), v) for k, v in reversed(arguments.items())]
+    while todo:
+        field, value = todo.pop()
+        if isinstance(value, dict):
+            todo += [(f"{field}.{k}", v) for k, v in reversed(value.items())]
+        elif isinstance(value, list):
+            todo += [(f"{field}[{i}]", v) for i, v in reversed(list(enumerate(value)))]
+        elif isinstance(value, str) and (hit := _CONTROL.search(value)) is not None:
+            where = f"U+{ord(hit.group()):04X} at character {hit.start() + 1}"
+            message = (
+                "must not hold a NUL character"
+                if hit.group() == "\x00"
+                else f"must not hold control characters ({where}); tabs and line breaks are fine"
+            )
+            found.append({"field": field, "message": message})
+    return found
+
+
+def _refusal(fields: list[dict[str, str]]) -> CodexmemError:
+    """One ERR_INVALID_INPUT naming every bad field (the first in its message), within the budget."""
+    for entry in fields:  # a field name is whatever key the caller sent: cut, so the answer stays in budget
+        if len(entry["field"]) > MAX_FIELD_CHARS:
+            entry["field"] = entry["field"][:MAX_FIELD_CHARS] + "…"
+    first = fields[0]
+    kept = _within(fields[:20], MAX_FIELDS_BYTES)
+    more = f" (and {len(fields) - 1} more)" if len(fields) > 1 else ""
+    return CodexmemError("ERR_INVALID_INPUT", f"{first['field']}: {first['message']}{more}", fields=kept)
 
 
 def _within(fields: list[dict[str, str]], budget: int) -> list[dict[str, str]]:

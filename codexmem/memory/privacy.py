@@ -29,7 +29,11 @@ def is_private(privacy_intent: str, tags: Iterable[str] = ()) -> bool:
     """
     intent = slug_tag(privacy_intent)
     if intent not in PRIVATE | NOT_PRIVATE:
-        raise invalid_input("privacy_intent", "must be private, do_not_store, ephemeral_only or empty")
+        raise invalid_input(
+            "privacy_intent",
+            "must be private, do_not_store or ephemeral_only (nothing is written), or empty, none, public, normal "
+            "or default (stored as usual)",
+        )
     return intent in PRIVATE or any(slug_tag(tag) in PRIVATE for tag in tags)
 
 

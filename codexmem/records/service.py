@@ -228,7 +228,8 @@ def poll_events(store: Store, *, since: int, channel_id: str | None, limit: int)
     if local is None:
         raise CodexmemError(
             "ERR_CURSOR_EXPIRED",
-            f"since {since} belongs to an index that was rebuilt: list the channel again, then poll from next_since",
+            f"since {since} is no next_since of this index (it was rebuilt since, or the number never was one): "
+            "list the channel again, then poll from error.next_since",
             next_since=index.public_seq(index.last_seq()),
         )
     ceiling = index.last_seq()
