@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from codexmem.store.history import merge_values, value_key
@@ -57,8 +57,19 @@ def _git_merge(tmp: Path, base: Any, ours: Any, theirs: Any) -> Any | None:
     return load_yaml(done.stdout)["options"] if done.returncode == 0 else None
 
 
+ONE = [{"value": v, "label": "One"} for v in "acde"]
+REMOVED_AGAINST_REPLACED = (
+    [ONE[0], {"value": "b", "label": "Three"}, *ONE[1:]],
+    [ONE[0], {"value": "b", "label": "Three"}, ONE[2]],
+    [{"value": "a", "label": "One!"}, {"value": "b", "label": "One!"}, {"value": "t", "label": "Three"}, ONE[2]],
+)
+"""Found by this test at random: one side removed c and e, the other removed them too and put t
+where c was (and relabelled a and b); git merged it, the history called it a conflict."""
+
+
 @settings(max_examples=200, deadline=None)
 @given(sides=three_sides())
+@example(sides=REMOVED_AGAINST_REPLACED)
 def test_where_git_merges_the_options_cleanly_the_history_reaches_the_same_list(
     tmp_path_factory: Any, sides: tuple[list[dict[str, str]], ...]
 ) -> None:

@@ -151,3 +151,39 @@ def test_two_texts_changed_in_different_places_merge_and_a_third_branch_joins_th
         assert repo.merge(name) == []
     assert repo.values(bug)["notes"] == "ONE\n\nTWO\n\nTHREE"
     assert errors(repo.check()) == []
+
+
+def test_one_idempotency_key_used_on_two_branches_loses_no_event(repo: Repo, tmp_path: Path) -> None:
+    """Two agents in two clones picked the key "triage-1" for edits of two bugs: after the merge the
+    index took one event and silently dropped the other (a unique key), so polls never gave it and
+    the next edit of that bug followed the wrong parent, which `check` then called a conflict."""
+    first, second = repo.item(title="One"), repo.item(title="Two")
+    repo.commit("two bugs")
+    clone = Repo(tmp_path / "other")
+    repo.git("clone", "-q", str(repo.path), str(clone.path))
+    clone.git("config", "user.name", "Bob Jones")
+    clone.git("config", "user.email", "bob@example.com")
+    for where, bug, owner in ((repo, first, "aiko"), (clone, second, "ren")):
+        where.branch("triage")
+        service.edit_item(
+            where.store(),
+            "bugs",
+            bug,
+            {"owner": owner},
+            expected_version=1,
+            idempotency_key="triage-1",
+            actor="mcp",
+            now=where.now(),
+        )
+        where.commit("owner")
+    repo.checkout("main")
+    repo.merge("triage")
+    repo.git("fetch", "-q", str(clone.path), "triage:bob")
+    repo.merge("bob")
+    updates = [e for e in _poll(repo) if e["type"] == "updated"]
+    assert sorted(str(e["id"]) for e in updates) == sorted([first, second]), "both edits are in the feed"
+    repo.edit(second, owner="mika")
+    [after] = [e for e in repo.events() if e["id"] == second and e["version"] == 3]
+    [bobs] = [e for e in repo.events() if e["id"] == second and e["version"] == 2]
+    assert after["parents"] == [bobs["event_id"]]
+    assert errors(repo.check()) == []

@@ -273,6 +273,14 @@ def _merge_order(base: list[str], ours: list[str], theirs: list[str]) -> list[st
     for start, end, added in hunks:
         if last is not None and (start, end, added) == last:
             continue  # the same change on both sides
+        if last is not None and (start, end) == last[:2] and start < end and not (added and last[2]):
+            replaced = added or last[2]
+            if not set(replaced) & set(base[start:end]):
+                # One side removed these entries, the other put new ones in their place: both
+                # removed them, and the new ones stand there.
+                merged[len(merged) - len(last[2]) :] = replaced
+                last = (start, end, replaced)
+                continue
         both_add = last is not None and start == end == last[0] == last[1]
         if last is not None and not both_add and (start < last[1] or start == last[0]):
             return None

@@ -336,26 +336,35 @@ class Ingestion(IndexConnection):
         a caller reading many lines passes False and recomputes the heads of what it touched.
         """
         parents = event.get("parents")
-        cur = conn.execute(
-            "INSERT OR IGNORE INTO events(event_id, at, actor, author, kind, id, channel, type, version, changed,"
-            " parents, idempotency_key, fingerprint, shard) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                event["event_id"],
-                event["at"],
-                event["actor"],
-                event.get("author"),
-                event["kind"],
-                event["id"],
-                event.get("record_channel_id"),
-                event["type"],
-                event["version"],
-                json.dumps(event.get("changed", [])),
-                json.dumps(parents) if parents is not None else None,
-                event.get("idempotency_key"),
-                event.get("fingerprint"),
-                shard,
-            ),
+        row = [
+            event["event_id"],
+            event["at"],
+            event["actor"],
+            event.get("author"),
+            event["kind"],
+            event["id"],
+            event.get("record_channel_id"),
+            event["type"],
+            event["version"],
+            json.dumps(event.get("changed", [])),
+            json.dumps(parents) if parents is not None else None,
+            event.get("idempotency_key"),
+            event.get("fingerprint"),
+            shard,
+        ]
+        insert = (
+            "INSERT INTO events(event_id, at, actor, author, kind, id, channel, type, version, changed, parents,"
+            " idempotency_key, fingerprint, shard) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+            " ON CONFLICT(event_id) DO NOTHING"
         )
+        try:
+            cur = conn.execute(insert, row)
+        except sqlite3.IntegrityError:
+            # Its idempotency key is another event's: two branches' writers picked the same key, and
+            # the merge brought both. The event is kept (an IGNORE dropped it: polls never gave it,
+            # and the next change took the wrong parents); the key stays with the event read first.
+            row[11] = row[12] = None
+            cur = conn.execute(insert, row)
         new = cur.rowcount > 0
         if not new:
             conn.execute("UPDATE events SET present=1, shard=? WHERE event_id=?", (shard, event["event_id"]))
