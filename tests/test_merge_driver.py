@@ -8,6 +8,7 @@ records the settlement.
 from __future__ import annotations
 
 import contextlib
+import re
 import io
 import venv
 from pathlib import Path
@@ -248,3 +249,56 @@ def test_a_driver_whose_interpreter_lacks_codexmem_is_said(repo: Repo, tmp_path:
     repo.git("config", "merge.codexmem.driver", f"{python} -m other %O %A %B %P")  # not ours: not started
     code, out, _err = cli("check", "--store", str(repo.store_root))
     assert code == 0 and "merge driver" not in out, out
+
+
+def test_a_config_changed_on_both_branches_is_said_as_a_conflict_with_the_fix(repo: Repo) -> None:
+    """Both branches changed idle_recovery_minutes: every command then stopped on "store config is not
+    valid: line 13, column 24: could not find expected ':'", a YAML error that named no fix."""
+    config = repo.store_root / "codexmem.yaml"
+    original = config.read_text()
+    for branch, minutes in (("a", 30), ("b", 45)):
+        repo.branch(branch, "main")
+        config.write_text(original.replace("idle_recovery_minutes: 120", f"idle_recovery_minutes: {minutes}"))
+        repo.commit(f"{branch}: idle recovery")
+    repo.checkout("main")
+    repo.merge("a")
+    assert repo.merge("b") == [".codexmem/codexmem.yaml"]
+    line = (
+        config.read_text().splitlines().index(next(x for x in config.read_text().splitlines() if x.startswith("<<<")))
+    )
+    for command in ("check", "summary", "resolve"):
+        code, out, err = cli(command, "--store", str(repo.store_root))
+        assert code != 0 and "Traceback" not in out + err
+        assert f"merge conflict markers (<<<<<<<, =======, >>>>>>>) are left in it, from line {line + 1}" in out + err
+        assert "keep the settings you want from each side, delete the markers" in out + err
+    config.write_text(original.replace("idle_recovery_minutes: 120", "idle_recovery_minutes: 45"))
+    code, out, _ = cli("check", "--store", str(repo.store_root))
+    assert code == 0, out
+
+
+def test_a_revert_that_removes_a_successor_note_names_the_fix_and_the_fix_works(repo: Repo) -> None:
+    """A pull request added a note, main then superseded an older note by it, and the pull request
+    was reverted: `check` said only "superseded_by: note … does not exist", and `resolve` had nothing
+    to record."""
+    scope, session = repo.session()
+    old = repo.note(scope, session, "Retry twice")
+    repo.commit("a note")
+    repo.branch("pr1")
+    new = repo.note(scope, session, "Retry with backoff")
+    repo.commit("pr1: a better note")
+    repo.checkout("main")
+    repo.merge("pr1")
+    merge = repo.git("rev-parse", "HEAD").strip()
+    repo.status("note", old, "superseded", superseded_by=new)
+    repo.commit("supersede")
+    repo.git("revert", "-m", "1", "--no-edit", merge)
+    [found] = errors(repo.check())
+    assert f"superseded_by: note {new} does not exist" in found
+    assert "set `status: active` and delete the superseded_by line" in found and "`codexmem resolve`" in found
+    path = repo.store_root / "notes" / f"{old}.md"
+    text = path.read_text()
+    text = re.sub(r"status:\n  superseded\n", "status:\n  active\n", text)
+    path.write_text(re.sub(r"superseded_by:\n(?:  .*\n)+", "", text))
+    code, out, err = cli("resolve", "--store", str(repo.store_root))
+    assert code == 0, out + err
+    assert errors(repo.check()) == []

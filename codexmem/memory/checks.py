@@ -58,13 +58,23 @@ _RETRACTED_FIX = {
 }
 
 
+_MISSING_FIX = {
+    "superseded_by": "the note that replaced this one is gone (a revert removes the notes its pull request "
+    "added): in this file set `status: active` and delete the superseded_by line, or name a note that is "
+    "there, then run `codexmem resolve`",
+    "related_note_ids": "delete that id from related_note_ids in this file, then run `codexmem resolve`",
+    "durable_memory_id": "delete the durable_memory_id line in this file, or name a note that is there, then run "
+    "`codexmem resolve`",
+}
+
+
 def _note_reference(scan: StoreScan, rel: str, field: str, note_id: str, rid: str) -> list[Finding]:
     """A reference to a note that is gone (an error, but a warning from a handoff) or retracted (a
     warning that names the fix: CI passes right after a person retracts a note)."""
     target = scan.get(NOTE, note_id)
     if target is None:
         level: Level = "warning" if field == "related_note_ids" else "error"
-        return [Finding(rel, level, f"{field}: note {note_id} does not exist")]
+        return [Finding(rel, level, f"{field}: note {note_id} does not exist: {_MISSING_FIX[field]}")]
     if target.get("status") == "retracted":
         why = f" ({target['status_reason']})" if target.get("status_reason") else ""
         fix = _RETRACTED_FIX[field].format(rid=rid)

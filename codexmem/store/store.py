@@ -43,7 +43,7 @@ from codexmem.store.ids import DEFAULT_IDS, IdMaker
 from codexmem.store.index import Index, ScanReport
 from codexmem.store.layout import CHANNEL, ITEM, NOTE, SESSION, Kind, Layout, refuse_symlinks, symlink_below
 from codexmem.store.lock import LockTimeout, StoreLock
-from codexmem.store.recordfile import serialize, usable_record, validate_record
+from codexmem.store.recordfile import CONFLICT_MARKER, serialize, usable_record, validate_record
 from codexmem.store.screen import screen
 from codexmem.store.yamlio import MAX_YAML_BYTES, YamlError, load_yaml
 from codexmem.timeutil import now_ts
@@ -78,6 +78,15 @@ def config_mapping(layout: Layout) -> dict[str, Any]:
         ) from None
     except OSError as exc:
         raise CodexmemError("ERR_STORAGE_UNAVAILABLE", f"cannot read {layout.config}: {exc.strerror}") from None
+    text = raw.decode("utf-8", "replace")
+    found = CONFLICT_MARKER.search(text)
+    if found is not None:  # both branches changed a setting: said as what it is, not as a YAML error
+        line = text.count("\n", 0, found.start()) + 1
+        raise CodexmemError(
+            "ERR_STORAGE_UNAVAILABLE",
+            f"{layout.config}: merge conflict markers (<<<<<<<, =======, >>>>>>>) are left in it, from line {line}: "
+            "keep the settings you want from each side, delete the markers, then run the command again",
+        )
     try:
         data = load_yaml(raw, source="codexmem.yaml")
     except YamlError as exc:
