@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import shlex
 import io
 import venv
 from pathlib import Path
@@ -18,6 +19,7 @@ from merge_fixtures import Repo, errors, new_repo
 
 from codexmem.cli.main import main
 from codexmem.store.resolve import resolve
+from codexmem.store.yamlio import dump_yaml, load_yaml
 
 
 @pytest.fixture
@@ -302,3 +304,32 @@ def test_a_revert_that_removes_a_successor_note_names_the_fix_and_the_fix_works(
     code, out, err = cli("resolve", "--store", str(repo.store_root))
     assert code == 0, out + err
     assert errors(repo.check()) == []
+
+
+def test_a_rename_merged_against_an_edit_of_the_old_field_is_moved_by_checks_fix(repo: Repo, tmp_path: Path) -> None:
+    """One branch renamed severity to sev (`channels update`), another set severity "s1": merged,
+    `check` named `{"severity": null}`, which dropped "s1" when run as written."""
+    bug = repo.item(title="Renamed under an edit")
+    repo.commit("a bug")
+    repo.branch("rename")
+    schema = load_yaml((repo.store_root / "channels/bugs/schema.yaml").read_text(encoding="utf-8"))
+    for f in schema["fields"]:
+        if f["key"] == "severity":
+            f["key"] = "sev"
+    (tmp_path / "bugs.yaml").write_text(dump_yaml(schema), encoding="utf-8")
+    code, out, err = cli(
+        "channels", "update", "bugs", "--schema", str(tmp_path / "bugs.yaml"), "--store", str(repo.store_root)
+    )
+    assert code == 0 and "sev: renamed from severity" in out, out + err
+    repo.commit("rename severity")
+    repo.branch("triage", "main")
+    repo.edit(bug, severity="s1")
+    repo.commit("severity")
+    repo.checkout("main")
+    assert repo.merge("rename") == [] and repo.merge("triage") == []
+    [found] = errors(repo.check())
+    command = found.split("`")[-2]
+    assert command.endswith(f"""--json '{{"sev": "s1", "severity": null}}'""") and found.endswith("moves it"), found
+    code, out, err = cli(*shlex.split(command)[1:], "--store", str(repo.store_root))
+    assert code == 0, out + err
+    assert repo.values(bug)["sev"] == "s1" and errors(repo.check()) == []

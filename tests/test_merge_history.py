@@ -15,6 +15,7 @@ from merge_fixtures import Repo, errors, new_repo
 from codexmem.errors import CodexmemError
 from codexmem.records import service
 from codexmem.store.layout import ITEM
+from codexmem.store.resolve import resolve
 
 
 @pytest.fixture
@@ -186,4 +187,48 @@ def test_one_idempotency_key_used_on_two_branches_loses_no_event(repo: Repo, tmp
     [after] = [e for e in repo.events() if e["id"] == second and e["version"] == 3]
     [bobs] = [e for e in repo.events() if e["id"] == second and e["version"] == 2]
     assert after["parents"] == [bobs["event_id"]]
+    assert errors(repo.check()) == []
+
+
+def test_two_branches_that_each_settled_a_criss_cross_on_one_value_agree(repo: Repo) -> None:
+    """Each branch merged the other's first commit and settled the owner on "aiko": `check` then
+    called owner "changed on two branches ("aiko" by Alice, "aiko" by Bob)", though both agree."""
+    bug = repo.item(title="Criss-cross")
+    repo.commit("a bug")
+    firsts = {}
+    for branch, owner in (("a", "aiko"), ("b", "ren")):
+        repo.branch(branch, "main")
+        repo.edit(bug, owner=owner)
+        repo.commit(f"{branch}: owner")
+        firsts[branch] = repo.git("rev-parse", "HEAD").strip()
+    rel = repo.item_path(bug).relative_to(repo.path).as_posix()
+    for branch, other, side in (("a", "b", "--ours"), ("b", "a", "--theirs")):
+        repo.checkout(branch)
+        assert repo.merge(firsts[other]) == [rel]
+        repo.git("checkout", side, "--", rel)  # both keep "aiko"
+        resolve(repo.store())
+        repo.commit(f"{branch}: settled")
+    repo.checkout("main")
+    repo.merge("a")
+    repo.merge("b")
+    assert repo.values(bug)["owner"] == "aiko"
+    assert errors(repo.check()) == []
+
+
+def test_a_revert_of_a_merged_change_leaves_no_made_up_disagreement(repo: Repo) -> None:
+    """A pull request set the owner and was merged; main then triaged the bug; the pull request was
+    reverted, which removes its events file too. Main's change then followed an event no longer
+    there, and `check` said status "changed on two branches" by the creation and by main."""
+    bug = repo.item(title="Reverted")
+    repo.commit("a bug")
+    repo.branch("pr1")
+    repo.edit(bug, owner="aiko")
+    repo.commit("pr1: owner")
+    repo.checkout("main")
+    repo.merge("pr1")
+    merge = repo.git("rev-parse", "HEAD").strip()
+    repo.edit(bug, status="triaged")
+    repo.commit("triaged")
+    repo.git("revert", "-m", "1", "--no-edit", merge)
+    assert "owner" not in repo.values(bug) and repo.values(bug)["status"] == "triaged"
     assert errors(repo.check()) == []

@@ -101,15 +101,18 @@ def test_an_edit_keeps_an_option_the_schema_removed_and_says_so(tmp_path: Path) 
     assert _check(path) == (0, [])
 
 
-def test_a_renamed_field_is_dropped_by_sending_null(tmp_path: Path) -> None:
+def test_a_renamed_field_is_moved_by_the_fix_check_names(tmp_path: Path) -> None:
+    """check named `{"severity": null}` for a field renamed to sev: run as written, it dropped the
+    item's "s2" (a team's merge of a rename against an edit lost the edit this way)."""
     path = tmp_path / "s"
     [item_id] = _triaged(path, 1)
     _change_schema(path, lambda schema: _field(schema, "severity").update(key="sev"))
     assert _check(path) == (
         1,
         [
-            f"channels/bugs/items/{item_id}.yaml: error: values.severity does not exist in channel bugs: "
-            f"`codexmem items edit bugs {item_id} --json '{{\"severity\": null}}'` drops it"
+            f"channels/bugs/items/{item_id}.yaml: error: values.severity does not exist in channel bugs: the field "
+            f'is sev now: `codexmem items edit bugs {item_id} --json \'{{"sev": "s2", "severity": null}}\'` '
+            "moves it"
         ],
     )
     code, out = _edit_cli(path, item_id, '{"status": "fixed"}')

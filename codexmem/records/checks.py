@@ -7,12 +7,14 @@ hand edit that an edit would refuse is an error here too.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import defaultdict
 from typing import Any
 
 from codexmem.models.channel import ChannelSchema
 from codexmem.records.fields import stored_item_problems, unique_keys
+from codexmem.records.schema_diff import field_renames
 from codexmem.store.check import Finding, StoreScan
 from codexmem.store.layout import CHANNEL, ITEM
 
@@ -41,22 +43,53 @@ def item_findings(scan: StoreScan) -> list[Finding]:
             found.append(Finding(f"channels/{channel}/items", "error", message))
             continue
         keys = {f.key for f in schema.fields}
+        renamed = _renames_of(scan, channel)
         for rel, data in items:
-            for problem in stored_item_problems(schema, data["values"], item_in):
+            values = data["values"]
+            for problem in stored_item_problems(schema, values, item_in):
                 message = str(problem.get("message"))
                 key = problem.get("key")
+                now = renamed.get(key) if isinstance(key, str) else None
                 if isinstance(key, str) and key in keys:
-                    message += f": {_edit_command(channel, data['item_id'], key)} sets it"
+                    message += f": {_edit_command(channel, data['item_id'], {key: '…'})} sets it"
+                elif isinstance(key, str) and now in keys and now not in values:
+                    # Renamed: null alone would drop the value the item still holds under the old key.
+                    moved = {now: _shell_json(values[key]), key: "null"}
+                    message += f": the field is {now} now: {_edit_command(channel, data['item_id'], moved)} moves it"
                 elif isinstance(key, str):  # a field the schema no longer has: null drops it
-                    message += f": {_edit_command(channel, data['item_id'], key, 'null')} drops it"
+                    message += f": {_edit_command(channel, data['item_id'], {key: 'null'})} drops it"
                 found.append(Finding(rel, "error", message))
         found += _unique_findings(channel, schema, items)
     return found
 
 
-def _edit_command(channel: str, item_id: str, key: str, value: str = "…") -> str:
-    """The command that gives one field of one item a new value (the fix a finding names)."""
-    return f"`codexmem items edit {channel} {item_id} --json '{{\"{key}\": {value}}}'`"
+def _edit_command(channel: str, item_id: str, values: dict[str, str]) -> str:
+    """The command that gives fields of one item new values (the fix a finding names); ``values``
+    are key -> JSON text."""
+    sent = ", ".join(f'"{key}": {value}' for key, value in values.items())
+    return f"`codexmem items edit {channel} {item_id} --json '{{{sent}}}'`"
+
+
+def _shell_json(value: Any) -> str:
+    """A value as JSON to paste between single quotes ("…" to fill in when it would not fit there)."""
+    text = json.dumps(value, ensure_ascii=False)
+    return "…" if "'" in text or len(text) > 80 else text
+
+
+def _renames_of(scan: StoreScan, channel: str) -> dict[str, str]:
+    """Old field key -> the key it has now, from the schemas the channel's events hold, in order
+    (a rename is a field removed and one added with the same label and type, as reviews say it)."""
+    schemas = [
+        {f["key"]: f for f in e["set"]["fields"] if isinstance(f, dict) and isinstance(f.get("key"), str)}
+        for e in sorted(scan.events.get((CHANNEL.name, channel), []), key=lambda e: (e["version"], e["at"]))
+        if isinstance(e.get("set"), dict) and isinstance(e["set"].get("fields"), list)
+    ]
+    now: dict[str, str] = {}
+    for before, after in itertools.pairwise(schemas):
+        for new_key, old_key in field_renames(before, after).items():
+            now = {k: new_key if v == old_key else v for k, v in now.items()}
+            now[old_key] = new_key
+    return now
 
 
 def _unique_findings(channel: str, schema: ChannelSchema, items: list[tuple[str, dict[str, Any]]]) -> list[Finding]:
@@ -77,7 +110,8 @@ def _unique_findings(channel: str, schema: ChannelSchema, items: list[tuple[str,
                         rel,
                         "error",
                         f"values.{key} {shown} must be unique in {channel}; {other} has it too (added on two "
-                        f"branches?): give one of them another value, {_edit_command(channel, data['item_id'], key)}",
+                        f"branches?): give one of them another value, "
+                        + _edit_command(channel, data["item_id"], {key: "…"}),
                     )
                 )
             else:

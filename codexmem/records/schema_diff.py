@@ -25,7 +25,7 @@ def schema_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Rec]:
         if (old.get(key) or "") != (new.get(key) or ""):
             changes.append({"field": None, "change": f"{key} {_shown(old.get(key))} → {_shown(new.get(key))}"})
     before, after = _by(old.get("fields"), "key"), _by(new.get("fields"), "key")
-    renamed_from = _renames(before, after)
+    renamed_from = field_renames(before, after)
     for key, f in after.items():
         if key in renamed_from:
             changes.append({"field": key, "change": f"renamed from {renamed_from[key]}"})
@@ -48,7 +48,7 @@ def change_line(change: Rec) -> str:
     return f"{change['field']}: {change['change']}" if change["field"] else str(change["change"])
 
 
-def _renames(before: Mapping[str, Rec], after: Mapping[str, Rec]) -> dict[str, str]:
+def field_renames(before: Mapping[str, Rec], after: Mapping[str, Rec]) -> dict[str, str]:
     """New key -> old key, for a removed and an added field of the same label and type (one of each)."""
     gone = [k for k in before if k not in after]
     came = [k for k in after if k not in before]

@@ -128,7 +128,16 @@ def expected_state(events: list[dict[str, Any]]) -> Expected | None:
     if not graph:
         return None
     above = ancestors(graph)
+    roots = [e["event_id"] for e in graph if e["type"] in ("created", "migrated")]
+    if len(roots) == 1:
+        # Every change of a record follows its creation, even one whose parent is gone (a revert
+        # removes the events file of the pull request it undoes): not a branch of its own.
+        for eid, found in above.items():
+            if eid != roots[0]:
+                found.add(roots[0])
     heads = heads_of(graph)
+    if len(roots) == 1 and len(graph) > 1:
+        heads = [h for h in heads if h["event_id"] != roots[0]]
     fields: dict[str, FieldState] = {}
     setters: dict[str, list[dict[str, Any]]] = {}
     for event in graph:
@@ -168,9 +177,10 @@ def _field_state(name: str, setters: list[dict[str, Any]], above: dict[str, set[
         reached = {last[0]["event_id"], *above[last[0]["event_id"]]}
         for event in last[1:]:
             theirs = {event["event_id"], *above[event["event_id"]]}
-            base, base_clash = value_within(frozenset(reached & theirs))
-            value, clean = merge_values(base, value, event["set"][name])
-            clash = clash or base_clash or not clean
+            if not same(value, event["set"][name]):  # two branches that settled on one value agree,
+                base, base_clash = value_within(frozenset(reached & theirs))  # whatever came before
+                value, clean = merge_values(base, value, event["set"][name])
+                clash = clash or base_clash or not clean
             reached |= theirs
         memo[within] = (value, clash)
         return value, clash
