@@ -245,3 +245,36 @@ def test_project_target_needs_a_git_work_tree(tmp_path: Path) -> None:
     (repo / "src").mkdir(parents=True)
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     assert project_agents_path(str(repo / "src")) == repo / "AGENTS.md"
+
+
+@pytest.mark.parametrize(
+    "stray",
+    [
+        f"{BEGIN_MARKER}\nMY OWN NOTES: never force-push\n",  # its end line deleted by hand
+        f"MY OWN NOTES: never force-push\n{END_MARKER}\n",
+        f"{END_MARKER}\nMY OWN NOTES: never force-push\n{BEGIN_MARKER}\n",
+    ],
+)
+def test_a_file_whose_markers_make_no_block_is_refused_and_its_text_kept(
+    store: Store, tmp_path: Path, stray: str
+) -> None:
+    """A begin marker whose end was deleted: `agents --out` advised --mode append, which added a
+    block after it, and the next plain run replaced everything from the stray marker on."""
+    target = tmp_path / "AGENTS.md"
+    original = "# Team rules\n" + stray
+    target.write_text(original)
+    runs = [
+        run_cli("--store", str(store.root), "agents", "--project", "proj_order_web", "--out", str(target), *mode)
+        for mode in ((), ("--mode", "append"), ())
+    ]
+    for done in runs:
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert "not one of each in that order" in done.stderr and "delete the stray marker by hand" in done.stderr
+    with pytest.raises(CodexmemError) as refused:
+        install([Plan("project", target, "# codexmem\n")], "append", Warnings())
+    assert refused.value.code == "ERR_AGENTS_WRITE_DENIED"
+    assert target.read_text() == original
+    overwritten = run_cli(
+        "--store", str(store.root), "agents", "--project", "proj_order_web", "--out", str(target), "--mode", "overwrite"
+    )
+    assert overwritten.returncode == 0, "overwrite replaces the whole file, as asked"

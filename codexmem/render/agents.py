@@ -264,12 +264,16 @@ def install(
     skipped: list[dict[str, str]] = []
     unresolved: set[str] = set()
     files = [followed(plan.path, store_root) for plan in plans]
-    for plan, file in zip(plans, files, strict=True):
-        linked = {} if file == plan.path else {"file": str(file)}
+    texts = []
+    for file in files:  # every file read and judged before the first is written
         try:
-            existing = _read_existing(file)
+            texts.append(_read_existing(file))
         except OSError as exc:
             raise CodexmemError("ERR_AGENTS_WRITE_DENIED", f"cannot read {file}: {exc.strerror}") from None
+        if mode != "safe":
+            refuse_stray_markers(file, texts[-1])
+    for plan, file, existing in zip(plans, files, texts, strict=True):
+        linked = {} if file == plan.path else {"file": str(file)}
         if existing is not None and mode == "safe":
             skipped.append(
                 {
@@ -345,9 +349,29 @@ def marked_block(text: str) -> str | None:
 
 
 def _block_span(text: str) -> tuple[int, int] | None:
-    start = text.find(BEGIN_MARKER)
-    end = text.find(END_MARKER, start + len(BEGIN_MARKER)) if start >= 0 else -1
-    return (start, end + len(END_MARKER)) if start >= 0 and end >= 0 else None
+    """Where codexmem's block is: one begin marker, then one end marker; None for anything else."""
+    start, end = text.find(BEGIN_MARKER), text.find(END_MARKER)
+    if _marker_counts(text) != (1, 1) or end < start:
+        return None
+    return start, end + len(END_MARKER)
+
+
+def _marker_counts(text: str) -> tuple[int, int]:
+    return text.count(BEGIN_MARKER), text.count(END_MARKER)
+
+
+def refuse_stray_markers(path: Path, text: str | None) -> None:
+    """Refuse a file whose markers do not make one block (a begin whose end was deleted by hand):
+    the block it would replace would run from a stray marker over the person's own text."""
+    begins, ends = _marker_counts(text or "")
+    if (begins, ends) == (0, 0) or _block_span(text or "") is not None:
+        return
+    raise CodexmemError(
+        "ERR_AGENTS_WRITE_DENIED",
+        f"{path} holds {begins} {BEGIN_MARKER} and {ends} {END_MARKER} lines, not one of each in that order, so "
+        "where codexmem's block ends is unclear and writing could replace your own text: delete the stray "
+        "marker by hand, then run again",
+    )
 
 
 # ------------------------------------------------------------------ the CLI's file
@@ -369,6 +393,8 @@ def write_marked(path: Path, content: str, mode: str | None, store_root: Path | 
         existing = _read_existing(path)
     except OSError as exc:
         raise CodexmemError("ERR_AGENTS_WRITE_DENIED", f"cannot read {path}: {exc.strerror or exc}") from None
+    if mode != "overwrite":
+        refuse_stray_markers(path, existing)
     if existing is None or mode == "overwrite":
         new = with_block("", content)
         done = f"wrote {path}" if existing is None else f"replaced {path} by the codexmem block"

@@ -384,7 +384,10 @@ class Store:
             index = self._index
             opening = index is None
             if index is None:
-                index = Index(self.layout, in_memory=self.read_only or not self._cache_writable())
+                # A store this process may not write (a related one) copies the index its own
+                # codexmem keeps, if any: its files are read only where they changed since.
+                in_memory = self.read_only or not self._cache_writable()
+                index = Index(self.layout, in_memory=in_memory, seed=in_memory)
             index.on_progress = on_progress
             try:
                 if rebuild:

@@ -70,11 +70,11 @@ class IndexCorrupt(Exception):
 class IndexConnection:
     """One connection to the index of one store. Not shared between threads without the lock."""
 
-    def __init__(self, layout: Layout, *, in_memory: bool = False) -> None:
+    def __init__(self, layout: Layout, *, in_memory: bool = False, seed: bool = False) -> None:
         self.layout = layout
         self.path: Path | None = None if in_memory else layout.cache / "index.sqlite"
-        self.seed = True
-        """An index in memory starts from a copy of the index file, if one is usable (not on a rebuild)."""
+        self.seed = seed
+        """An index in memory starts from a copy of the index file, if one is usable (never on a rebuild)."""
         self._mutex = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         self.epoch = 0
@@ -135,9 +135,13 @@ class IndexConnection:
         source = self.layout.cache / "index.sqlite"
         if not source.is_file():
             return None
+        # A reader of a database in WAL mode takes part through its -wal and -shm files, creating
+        # them when no process has it open, and cannot remove them after: the store it only reads
+        # would gain two files. Without a -wal the file is the whole index, read as immutable.
+        mode = "mode=ro" if os.path.exists(f"{source}-wal") else "immutable=1"
         conn = self._connect(":memory:")
         try:
-            src = sqlite3.connect(f"{source.as_uri()}?mode=ro", uri=True, timeout=5)
+            src = sqlite3.connect(f"{source.as_uri()}?{mode}", uri=True, timeout=5)
             try:
                 conn.execute(f"PRAGMA page_size={int(src.execute('PRAGMA page_size').fetchone()[0])}")
                 src.backup(conn)
