@@ -7,10 +7,16 @@ CLI into a message on stderr with a non-zero exit. Codes are API: never rename o
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
+
+CONTROL_CHARACTER = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+"""Control characters but tab and line breaks, refused in every text a caller sends: written raw into
+a record file, an escape sequence (``ESC [31m``) would be run by the terminal of whoever reads it
+with ``cat`` or ``git diff``."""
 
 ErrorCode = Literal[
     "ERR_INVALID_INPUT",

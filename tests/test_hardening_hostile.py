@@ -103,6 +103,8 @@ def hostile_files(s: Seeded, pwned: Path) -> list[Hostile]:
     add("custom tag", note(5, note_front(5).replace("importance: 3", "importance: !evil 3")), "tag")
     add("wrong type: importance", note(6, note_front(6).replace("importance: 3", "importance: high")), "importance")
     add("wrong type: version", note(7, note_front(7).replace("version: 1", "version: -4")), "version")
+    # More than SQLite's integers hold: every command reading the index failed (OverflowError).
+    add("huge version", note(22, note_front(22).replace("version: 1", "version: 99999999999999999999999")), "version")
     add("wrong type: values", item(8, "  - a list\n  - not a mapping\n"), "values")
     add("wrong type: option", item(9, good_values.format(n=9009).replace("status: new", "status: 17")), "status")
     add("mismatched id", note(10, note_front(11)), "does not match the file name")
@@ -130,7 +132,11 @@ def hostile_files(s: Seeded, pwned: Path) -> list[Hostile]:
         "fields",
     )
     add("stray file", ("notes/README.txt", "not a record\n"), "stray")
-    garbage = b"not json\n\xff\xfe\n" + b'{"event_id": 1}\n' + b"[" * 70_000 + b"\n"
+    huge = (
+        f'{{"event_id":"evt_{ulid(23)}","at":"2026-03-13T10:30:00.000Z","actor":"cli","kind":"note",'
+        f'"id":"note_{ulid(23)}","type":"updated","version":{10**30},"changed":["title"]}}\n'
+    )
+    garbage = b"not json\n\xff\xfe\n" + b'{"event_id": 1}\n' + huge.encode() + b"[" * 70_000 + b"\n"
     add("event garbage", ("events/hostile01/2026-03.jsonl", garbage), "event")
     # The same item id in two channels: each copy is valid where it stands, but ids must be unique.
     twin = ITEM_BODY.format(id=ulid(21), channel="{c}", values=good_values.format(n=9021))

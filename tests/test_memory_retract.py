@@ -134,6 +134,11 @@ async def test_retract_refuses_what_it_cannot_do_in_one_line(repo: Path) -> None
         (["retract", "note_01J00000000000000000000000", "--reason", "x"], "does not exist"),
         (["retract", note["note_id"], "--reason", "  "], "--reason: must say why"),
         (["retract", note["note_id"]], "the following arguments are required: --reason"),
+        # Before: 301 characters ended in an internal error; an ESC or a line break was stored,
+        # then printed raw by check.
+        (["retract", note["note_id"], "--reason", "r" * 301], "--reason: must be at most 300 characters"),
+        (["retract", note["note_id"], "--reason", "a\nb"], "--reason: must be one line of text"),
+        (["retract", note["note_id"], "--reason", "red \x1b[31m"], "--reason: must be one line of text"),
     ]
     for argv, expected in cases:
         code, _, err = cli(*argv, "--store", str(store))

@@ -218,6 +218,14 @@ NO_GIVEN = object()
 # (key, value, message, extra keys besides key/message/given, given or NO_GIVEN if not echoed)
 REJECTED: list[tuple[str, Any, str, dict[str, Any], Any]] = [
     ("text", 5, "values.text must be text, got 5", {"max_length": 10}, 5),
+    # An escape sequence was stored and `items list` printed it raw to the terminal.
+    (
+        "long_text",
+        "red \x1b[31m",
+        "values.long_text must not hold control characters (U+001B at character 5); tabs and line breaks are fine",
+        {},
+        NO_GIVEN,
+    ),
     (
         "text",
         "eleven char",

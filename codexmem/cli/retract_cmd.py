@@ -26,8 +26,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from codexmem.cli.common import open_store
-    from codexmem.errors import CodexmemError, Warnings, invalid_input
+    from codexmem.errors import CONTROL_CHARACTER, CodexmemError, Warnings, invalid_input
     from codexmem.memory.lifecycle import set_status
+    from codexmem.models.records import MAX_SHORT
     from codexmem.store.ids import check_record_id
     from codexmem.store.layout import HANDOFF, NOTE
     from codexmem.store.store import cli_actor
@@ -38,8 +39,15 @@ def run(args: argparse.Namespace) -> int:
     if kind is None:
         raise invalid_input("ID", "must be a note_... or handoff_... id")
     check_record_id(args.record_id, str(kind.prefix), "ID")
-    if not args.reason.strip():
+    reason = args.reason.strip()
+    if not reason:
         raise invalid_input("--reason", "must say why the record is retracted")
+    if len(reason) > MAX_SHORT:
+        raise invalid_input(
+            "--reason", f"must be at most {MAX_SHORT} characters (it is shown in check's lines), got {len(reason)}"
+        )
+    if "\n" in reason or "\r" in reason or CONTROL_CHARACTER.search(reason):
+        raise invalid_input("--reason", "must be one line of text, without control characters")
     current = store.fresh_index().get(kind, args.record_id)
     if current is None:
         store.raise_if_unreadable(kind, args.record_id)
@@ -53,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         kind="note" if kind is NOTE else "handoff",
         status="retracted",
         expected_version=current["version"],
-        reason=args.reason,
+        reason=reason,
         actor=cli_actor(),
     )
     title = current.get("title") or current.get("task")

@@ -9,14 +9,13 @@ ERR_INVALID_INPUT with ``error.fields`` naming each bad field, while the publish
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from codexmem.errors import CodexmemError, Warnings, validation_fields
+from codexmem.errors import CONTROL_CHARACTER, CodexmemError, Warnings, validation_fields
 
 if TYPE_CHECKING:
     from codexmem.mcp.state import ServerState
@@ -68,9 +67,6 @@ def parse_arguments(spec: ToolSpec, arguments: dict[str, Any] | None) -> ToolInp
 
 MAX_FIELD_CHARS = 100
 MAX_FIELDS_BYTES = 6000
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-"""Control characters but tab and line breaks: written raw into a record file, an escape sequence
-(``ESC [31m``) would be run by the terminal of whoever reads it with ``cat`` or ``git diff``."""
 
 
 def _control_characters(arguments: dict[str, Any]) -> list[dict[str, str]]:
@@ -85,7 +81,7 @@ def _control_characters(arguments: dict[str, Any]) -> list[dict[str, str]]:
             todo += [(f"{field}.{k}", v) for k, v in reversed(value.items())]
         elif isinstance(value, list):
             todo += [(f"{field}[{i}]", v) for i, v in reversed(list(enumerate(value)))]
-        elif isinstance(value, str) and (hit := _CONTROL.search(value)) is not None:
+        elif isinstance(value, str) and (hit := CONTROL_CHARACTER.search(value)) is not None:
             where = f"U+{ord(hit.group()):04X} at character {hit.start() + 1}"
             message = (
                 "must not hold a NUL character"

@@ -61,6 +61,10 @@ ProjectId = Annotated[str, _scope_id("proj", "proj_order_web")]
 WorkspaceId = Annotated[str, _scope_id("ws", "ws_order_web_1a2b3c4d")]
 ChannelId = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,63}$")]
 Tag = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,63}$")]
+MAX_VERSION = 1_000_000_000
+"""A record's version, far above any real count of changes and within what the index's integers hold
+(a version line edited to 10**23 made every command that reads the index fail)."""
+Version = Annotated[int, Field(ge=1, le=MAX_VERSION)]
 
 
 M = TypeVar("M", bound=BaseModel)

@@ -18,6 +18,7 @@ import webcolors
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from codexmem.errors import field_path
+from codexmem.models.base import Version
 from codexmem.models.formula import BUILTIN_REFERENCES, Formula, FormulaError, parse
 
 FieldType = Literal[
@@ -268,7 +269,7 @@ class ChannelSchema(BaseModel):
     name: str = Field(min_length=1, max_length=200)
     description: str = ""
     fields: list[FieldDef]
-    version: int = Field(default=1, ge=1)
+    version: Version = 1
 
     _formulas: dict[str, Formula] = PrivateAttr(default_factory=dict)
     _formula_order: list[str] = PrivateAttr(default_factory=list)

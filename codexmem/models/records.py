@@ -25,6 +25,7 @@ from codexmem.models.base import (
     SystemId,
     Tag,
     Timestamp,
+    Version,
     WorkspaceId,
 )
 
@@ -86,7 +87,7 @@ class Anchor(StrictModel):
 
 class Session(StrictModel):
     session_id: SessionId
-    version: int = Field(default=1, ge=1)
+    version: Version = 1
     scope: ScopeRef
     status: SessionStatus
     task: str = ""
@@ -98,7 +99,7 @@ class Session(StrictModel):
 
 class Note(StrictModel):
     note_id: NoteId
-    version: int = Field(default=1, ge=1)
+    version: Version = 1
     scope: ScopeRef
     session_id: SessionId
     type: NoteType
@@ -120,7 +121,7 @@ class Note(StrictModel):
 
 class Handoff(StrictModel):
     handoff_id: HandoffId
-    version: int = Field(default=1, ge=1)
+    version: Version = 1
     scope: ScopeRef
     session_id: SessionId
     kind: HandoffKind
@@ -141,7 +142,7 @@ class Handoff(StrictModel):
 
 class ImportAudit(StrictModel):
     import_id: ImportId
-    version: int = Field(default=1, ge=1)
+    version: Version = 1
     scope: ScopeRef
     session_id: SessionId
     source: ImportSource
@@ -160,7 +161,7 @@ class Item(StrictModel):
 
     item_id: ItemId
     record_channel_id: ChannelId
-    version: int = Field(default=1, ge=1)
+    version: Version = 1
     created_at: Timestamp
     updated_at: Timestamp | None = None
     values: dict[str, Any] = Field(default_factory=dict)

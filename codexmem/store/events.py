@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from codexmem.models.base import MAX_VERSION
+
 EVENT_TYPES = ("created", "updated", "deleted", "status_changed", "ended", "resolved", "migrated")
 _SHARD_RE = re.compile(
     r"^(?P<writer>[a-z0-9][a-z0-9-]{0,62})/(?P<month>\d{4}-\d{2})(?:\.(?P<branch>[a-z0-9][a-z0-9-]{0,47}))?\.jsonl$"
@@ -208,8 +210,8 @@ def validate_event(event: dict[str, Any]) -> str | None:
     if event["type"] not in EVENT_TYPES:
         return f"type must be one of {', '.join(EVENT_TYPES)}"
     version = event.get("version")
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        return "version must be a positive integer"
+    if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= MAX_VERSION:
+        return f"version must be a whole number from 1 to {MAX_VERSION:,}"
     changed = event.get("changed", [])
     if not isinstance(changed, list) or not all(isinstance(c, str) for c in changed):
         return "changed must be a list of keys"
