@@ -96,7 +96,14 @@ def test_init_outside_a_repository_needs_a_path_and_makes_a_shared_store(
     monkeypatch.chdir(tmp_path)
     code, out, err = run(capsys, "init")
     assert code == 2 and out == ""
-    assert err.startswith("codexmem: error: not inside a git work tree")
+    assert err.startswith(f"codexmem: error: no store given and {tmp_path} is not inside a git work tree")
+    assert "pass --store PATH or set CODEXMEM_STORE" in err
+    # The environment variable names it too, as --help says (init made .codexmem/ at the git root,
+    # and outside a repository refused, whatever it held).
+    monkeypatch.setenv("CODEXMEM_STORE", str(tmp_path / "from-env"))
+    code, out, err = run(capsys, "init")
+    assert (code, err) == (0, "") and (tmp_path / "from-env" / "codexmem.yaml").is_file(), err
+    monkeypatch.delenv("CODEXMEM_STORE")
     shared = tmp_path / "team-memory"
     code, out, err = run(capsys, "init", "--store", str(shared), "--system", "order-platform")
     assert (code, err) == (0, "")
@@ -232,6 +239,37 @@ def test_init_refuses_a_store_inside_the_git_folder(
         assert code == 2 and out == "", out
         assert "it is inside a .git folder, where git keeps its own state and nothing is committed" in err, err
     assert sorted(p.name for p in (repo / ".git").iterdir()) == before
+
+
+def test_init_refuses_what_would_leave_a_half_made_or_unusable_store_before_writing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A root .gitignore that is a folder failed after the store's files were written (and a second
+    init then refused: "a store already exists"); a name of 500 characters, or blank, was written
+    into a config every later command refused."""
+    repo = make_repo(tmp_path / "repo")
+    monkeypatch.chdir(repo)
+    (repo / ".gitignore").mkdir()
+    code, out, err = run(capsys, "init")
+    assert code == 2 and out == "" and "/.gitignore is not a file: init adds /_site/ to it" in err, err
+    assert not (repo / ".codexmem").exists() and git_config(repo, "merge.codexmem.driver") == ""
+    (repo / ".gitignore").rmdir()
+    for argv, says in (
+        (("--project", "a" * 500), "--project: must be at most 200 characters, got 500"),
+        (("--system", "s" * 201), "--system: must be at most 200 characters, got 201"),
+        (("--project", "  "), "--project: must not be blank"),
+        (("--system", "two\nlines"), "--system: must be one line of text"),
+    ):
+        code, out, err = run(capsys, "init", *argv)
+        assert code == 2 and says in err, err
+        assert not (repo / ".codexmem").exists()
+    code, out, err = run(capsys, "init", "--project", "p" * 200)
+    assert code == 0 and run(capsys, "check")[0] == 0, err
+
+
+def git_config(repo: Path, key: str) -> str:
+    done = subprocess.run(["git", "config", key], cwd=repo, capture_output=True, text=True, check=False)
+    return done.stdout.strip()
 
 
 # ------------------------------------------------------------------ which store

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 from typing import Any
-
-from codexmem.store.locate import STORE_DIRNAME
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -28,20 +25,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from codexmem.cli.common import shown
-    from codexmem.errors import CodexmemError
-    from codexmem.gitrepo import find_git_root
     from codexmem.store.init import init_store
+    from codexmem.store.locate import locate
 
-    given = getattr(args, "store", None)
-    if given:
-        path = Path(os.path.abspath(given))
-    else:
-        root = find_git_root(Path.cwd())
-        if root is None:
-            raise CodexmemError(
-                "ERR_INVALID_INPUT", "not inside a git work tree: run it in a repository, or pass --store PATH"
-            )
-        path = root / STORE_DIRNAME
+    path = locate(getattr(args, "store", None)).path  # --store, else $CODEXMEM_STORE, else the git root's
     result = init_store(path, cwd=Path.cwd(), system_name=args.system, project_name=args.project, shared=args.shared)
     for change in result.changes:
         if change.created:

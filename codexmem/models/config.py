@@ -10,6 +10,9 @@ from pydantic import Field
 
 from codexmem.models.base import ProjectId, StrictModel, SystemId
 
+MAX_NAME = 200
+"""A project's or system's name, as init and the config accept it."""
+
 
 class Relation(StrictModel):
     project: str
@@ -20,7 +23,7 @@ class Relation(StrictModel):
 
 class ProjectDecl(StrictModel):
     id: ProjectId
-    name: str = Field(min_length=1, max_length=200)
+    name: str = Field(min_length=1, max_length=MAX_NAME)
     system: str | None = None
     remotes: list[str] = Field(default_factory=list)
     roots: list[str] = Field(default_factory=list)
@@ -31,7 +34,7 @@ class ProjectDecl(StrictModel):
 
 class SystemDecl(StrictModel):
     id: SystemId
-    name: str = Field(min_length=1, max_length=200)
+    name: str = Field(min_length=1, max_length=MAX_NAME)
 
 
 class PrivacyConfig(StrictModel):

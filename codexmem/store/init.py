@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codexmem.errors import CodexmemError
+from codexmem.errors import CONTROL_CHARACTER, CodexmemError, invalid_input
 from codexmem.gitrepo import discover_repository, find_git_root, name_from_remote, normalize_path, normalize_remote
-from codexmem.models.config import STORE_FORMAT
+from codexmem.models.config import MAX_NAME, STORE_FORMAT
 from codexmem.store.atomic import atomic_write
 from codexmem.store.gitread import run_git
 from codexmem.store.gitsetup import ATTRIBUTES_COMMENT, STORE_ATTRIBUTES, register_driver
@@ -89,6 +89,8 @@ def init_store(
     A store inside a git work tree declares that repository's project unless ``shared``.
     """
     path = Path(os.path.abspath(path))
+    for flag, value in (("--project", project_name), ("--system", system_name)):
+        _check_name(flag, value)
     if (path / CONFIG_FILE).exists():
         raise CodexmemError("ERR_INVALID_STATE", f"a store already exists at {path}; init never overwrites one")
     _refuse_foreign_folder(path)
@@ -129,6 +131,12 @@ def init_store(
     ignored = None
     if repo.has_git:
         refuse_link(repo.root / GITIGNORE, SITE_IGNORE)
+        if (repo.root / GITIGNORE).exists() and not (repo.root / GITIGNORE).is_file():
+            raise CodexmemError(
+                "ERR_INVALID_INPUT",
+                f"{repo.root / GITIGNORE} is not a file: init adds {SITE_IGNORE.lines[0]} to it (so git leaves the "
+                "built site out); make it a file, then run init again",
+            )
         ignored = refuse_unignorable(repo.root, path)
     result = InitResult(config)
     try:
@@ -145,6 +153,19 @@ def init_store(
     except OSError as exc:
         raise CodexmemError("ERR_WRITE_FAILED", f"cannot write {exc.filename or path}: {exc.strerror or exc}") from None
     return result
+
+
+def _check_name(flag: str, value: str | None) -> None:
+    """A project or system name as the store config accepts it (one line, 1 to 200 characters):
+    refused here, before any file is written, rather than written into a config no command reads."""
+    if value is None:
+        return
+    if not value.strip():
+        raise invalid_input(flag, "must not be blank (leave it out for the default)")
+    if len(value) > MAX_NAME:
+        raise invalid_input(flag, f"must be at most {MAX_NAME} characters, got {len(value)}")
+    if "\n" in value or "\r" in value or CONTROL_CHARACTER.search(value):
+        raise invalid_input(flag, "must be one line of text, without control characters")
 
 
 COMMITTED_PROBES = (
