@@ -86,6 +86,10 @@ async def test_a_retracted_note_is_kept_never_served_and_check_still_passes(repo
     assert f"`codexmem retract {old['note_id']} --reason TEXT`" in out
     assert f"related_note_ids: note {new['note_id']} was retracted ({REASON})" in out
     assert f"`codexmem retract {hid} --reason TEXT`" in out
+    # Done as advised, the advice goes (it told to retract the retracted handoff again, which fails).
+    assert cli("retract", hid, "--reason", "rests on it", "--store", str(store))[0] == 0
+    code, out, _ = cli("check", "--store", str(store))
+    assert code == 0 and f"retract {hid}" not in out, out
 
     async with mcp_client(store) as client:
         boot = (await call(client, "memory_bootstrap_session", cwd=str(repo)))["data"]
@@ -160,3 +164,24 @@ async def test_check_warns_about_a_file_the_repository_never_held(repo: Path) ->
     assert code == 0, out
     assert "file_paths[1]: src/payment.py is not in the repository at HEAD" in out
     assert "src/pay.py is not" not in out
+
+
+async def test_notes_of_a_deleted_session_name_the_fix_and_the_fix_works(repo: Path) -> None:
+    """A session's file deleted and the deletion recorded: its notes were errors ("session_id …
+    does not exist") that said nothing of what to do."""
+    store = repo / ".codexmem"
+    async with mcp_client(store) as client:
+        boot = (await call(client, "memory_bootstrap_session", cwd=str(repo)))["data"]
+        await save(client, boot, "Payment module")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "memory")
+    session = next(store.rglob(f"{boot['session']['session_id']}.yaml"))
+    session.unlink()
+    assert cli("resolve", "--store", str(store))[0] == 0
+    code, out, _ = cli("check", "--store", str(store))
+    assert code == 1 and f"session_id {boot['session']['session_id']} does not exist: restore" in out, out
+    assert "`git checkout REV -- PATH`" in out and "then run `codexmem resolve`" in out
+    git(repo, "checkout", "HEAD", "--", str(session.relative_to(repo)))
+    assert cli("resolve", "--store", str(store))[0] == 0
+    code, out, _ = cli("check", "--store", str(store))
+    assert code == 0 and "0 errors, 0 warnings" in out, out

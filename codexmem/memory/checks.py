@@ -23,7 +23,9 @@ def reference_findings(scan: StoreScan) -> list[Finding]:
             if kind is not SESSION:
                 session = scan.get(SESSION, data["session_id"])
                 if session is None:
-                    found.append(Finding(rel, "error", f"session_id {data['session_id']} does not exist"))
+                    found.append(
+                        Finding(rel, "error", f"session_id {data['session_id']} does not exist: {_GONE_SESSION}")
+                    )
                 elif session["scope"] != data["scope"]:
                     message = f"scope does not match the scope of its session {data['session_id']}"
                     found.append(Finding(rel, "error", message))
@@ -35,7 +37,7 @@ def reference_findings(scan: StoreScan) -> list[Finding]:
                     found.append(Finding(rel, "error", message))
             if kind is NOTE and data.get("superseded_by"):
                 found += _note_reference(scan, rel, "superseded_by", data["superseded_by"], data["note_id"])
-            if kind is HANDOFF:
+            if kind is HANDOFF and data.get("status") != "retracted":  # a retracted one is served to no one
                 for note_id in data.get("related_note_ids", []):
                     found += _note_reference(scan, rel, "related_note_ids", note_id, data["handoff_id"])
             memory_id = data.get("durable_memory_id") if kind is IMPORT else None
@@ -49,6 +51,10 @@ def reference_findings(scan: StoreScan) -> list[Finding]:
     return found
 
 
+_GONE_SESSION = (
+    "restore the session's file from git (`git checkout REV -- PATH`, REV the last commit that has it), "
+    "then run `codexmem resolve`"
+)
 _RETRACTED_FIX = {
     "superseded_by": "nothing an agent sees replaces this note now: retract it too (`codexmem retract {rid} "
     "--reason TEXT`) if it is wrong as well, else leave it",
