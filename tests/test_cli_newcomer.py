@@ -469,6 +469,11 @@ def test_exit_codes_agree_across_commands(tmp_path: Path, capsys: pytest.Capture
     missing = str(tmp_path / "none")
     for command in (["check"], ["summary"], ["reindex"], ["channels", "list"], ["items", "list", "bugs"], ["agents"]):
         assert run(capsys, *command, "--store", missing)[0] == 2, command
+    # The merge driver typed by hand: git's own "Could not stat" and exit 1 (a conflict's code) before.
+    code, _, err = run(capsys, "merge-file", missing, missing, missing, "x.yaml")
+    assert code == 2 and err.startswith(
+        f"codexmem: error: BASE: must be a file (git passes %O, %A and %B), got {missing}"
+    )
     (root / "channels" / "bugs" / "items" / f"{ids[0]}.yaml").write_text("values: [unclosed\n")
     assert run(capsys, "check", "--store", str(root))[0] == 1  # a finding
     code, out, _ = run(capsys, "summary", "--store", str(root))  # a report: 0, and it says what is wrong

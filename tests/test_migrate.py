@@ -220,3 +220,22 @@ def test_migrate_on_a_current_store_only_makes_a_hand_typed_absolute_path_relati
     assert load_yaml((store / "codexmem.yaml").read_text())["projects"][0]["roots"] == [".."]
     assert {rel: state for rel, state in tree_state(store).items() if rel != "codexmem.yaml"} == before
     assert check_store(store).errors == []
+
+
+@pytest.mark.parametrize(
+    ("config", "says"),
+    [
+        ("format: 2\nprojects: 5\n", "codexmem.yaml: projects: Input should be a valid list"),
+        ("format: 2\nprivacy: {secrets: maybe}\n", "codexmem.yaml: privacy.secrets: Input should be 'refuse' or"),
+        ("format: 1\nprojects: 5\n", "codexmem.yaml: projects: Input should be a valid list"),
+    ],
+)
+def test_a_config_that_is_not_valid_is_said_as_such_not_called_current(tmp_path: Path, config: str, says: str) -> None:
+    """Before: an internal error (TypeError) for a projects that is no list, and "already in the
+    current format: nothing was changed" (exit 0) for a config every other command refuses."""
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "codexmem.yaml").write_text(config)
+    code, out, err = cli("migrate", "--store", str(store))
+    assert (code, out) == (EXIT_USAGE, "") and err.startswith(f"codexmem: error: {says}"), err
+    assert (store / "codexmem.yaml").read_text() == config

@@ -23,6 +23,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from codexmem.errors import invalid_input
     from codexmem.store.merge import merge_file
 
+    for name, given in (("BASE", args.base), ("OURS", args.ours), ("THEIRS", args.theirs)):
+        if not Path(given).is_file():  # git always hands over three files: a person typed this
+            raise invalid_input(name, f"must be a file (git passes %O, %A and %B), got {given}")
     return merge_file(Path(args.base), Path(args.ours), Path(args.theirs), args.path)

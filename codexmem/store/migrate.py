@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codexmem.errors import CodexmemError
+from pydantic import ValidationError
+
+from codexmem.errors import CodexmemError, validation_fields
 from codexmem.models.config import STORE_FORMAT, StoreConfig
 from codexmem.store import events as ev
 from codexmem.store.atomic import TMP_PREFIX, atomic_write, read_bytes_nofollow
@@ -108,6 +110,7 @@ def migrate(root: Path, *, writer: Writer | None = None, branch: str | None = AU
 def _current(layout: Layout, raw: dict[str, Any]) -> Migration:
     """A store at the current format: untouched, unless its config holds an absolute path."""
     report = Migration(was_current=True)
+    _validated(raw)  # an invalid config is said as such, never called current
     config_data = _relative_paths(raw, layout.root, report)
     if report.paths:
         _validated(config_data)
@@ -119,8 +122,9 @@ def _validated(config_data: dict[str, Any]) -> StoreConfig:
     """The config a migration is about to write, checked first (ERR_INVALID_INPUT, nothing written)."""
     try:
         return StoreConfig.model_validate(config_data)
-    except ValueError as exc:
-        raise CodexmemError("ERR_INVALID_INPUT", f"{CONFIG_FILE}: {exc}") from None
+    except ValidationError as exc:  # said as every command says it (load_config)
+        first = validation_fields(exc, root="(config)")[0]
+        raise CodexmemError("ERR_INVALID_INPUT", f"{CONFIG_FILE}: {first['field']}: {first['message']}") from None
 
 
 def _relative_paths(raw: dict[str, Any], root: Path, report: Migration) -> dict[str, Any]:
@@ -133,6 +137,8 @@ def _relative_paths(raw: dict[str, Any], root: Path, report: Migration) -> dict[
         return path
 
     data = dict(raw)
+    if not isinstance(data.get("projects") or [], list):
+        return data  # not a list of projects: the validation that follows names it
     projects = []
     for project in data.get("projects") or []:
         if isinstance(project, dict):
