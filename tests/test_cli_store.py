@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -225,6 +226,26 @@ def test_reindex_and_setup_read_each_record_file_once(
     loads.clear()
     code, out, _err = run(capsys, "setup")
     assert code == 0 and "index up to date" in out and loads == []
+
+
+def test_setup_puts_back_the_stores_gitignore_and_both_say_an_index_they_could_not_save(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A deleted .codexmem/.gitignore was never put back (git then offered .cache/ to commit), and
+    reindex and setup reported an index built and saved where .cache could not be written."""
+    repo = make_repo(tmp_path / "repo")
+    monkeypatch.chdir(repo)
+    assert run(capsys, "init")[0] == 0
+    ignore = repo / ".codexmem" / ".gitignore"
+    kept = ignore.read_text()
+    ignore.unlink()
+    code, out, _ = run(capsys, "setup")
+    assert code == 0 and f"added 3 lines to {ignore}" in out and ignore.read_text() == kept
+    shutil.rmtree(repo / ".codexmem" / ".cache")
+    (repo / ".codexmem" / ".cache").write_text("a file where the cache folder goes")
+    for command, said in (("reindex", "in memory only: "), ("setup", "index built in memory only: ")):
+        code, out, _ = run(capsys, command)
+        assert code == 0 and f"{said}{repo / '.codexmem' / '.cache'} cannot be written" in out, out
 
 
 def test_init_refuses_a_store_inside_the_git_folder(

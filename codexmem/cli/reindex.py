@@ -60,4 +60,6 @@ def run(args: argparse.Namespace) -> int:
     for bad in report.bad:
         print(f"{bad.path}: skipped: {bad.problem}")
     print(f"reindexed {count(report.parsed, 'record')} and {count(report.events_ingested, 'event')} in {elapsed:.2f} s")
+    if store.index.path is None:
+        print(f"in memory only: {store.layout.cache} cannot be written, so each command builds the index again")
     return 0

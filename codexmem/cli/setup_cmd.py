@@ -16,7 +16,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         parents=[common],
         help="register the merge driver in this clone and build its index (run once per clone)",
         description="Register codexmem's merge driver in this clone's .git/config (drivers never travel with "
-        "a repository) and add the store's merge and generated-file lines to its .gitattributes if missing. "
+        "a repository) and add the store's merge, generated-file and local-state lines to its .gitattributes and "
+        ".gitignore if missing. "
         "When git ignores the store's files (a pattern such as .* in a .gitignore or in your global "
         "excludes), add the lines to the repository's .gitignore that make git see them. Then build the clone's "
         "index (.cache/index.sqlite), so Codex's first call does not wait for it.",
@@ -29,14 +30,15 @@ def run(args: argparse.Namespace) -> int:
     from codexmem.cli.reindex import StageBars
     from codexmem.gitrepo import find_git_root
     from codexmem.store.gitsetup import driver_command, register_driver
-    from codexmem.store.init import GITATTRIBUTES, STORE_GIT_FILES, ensure_lines, unignore
+    from codexmem.store.init import STORE_GIT_FILES, ensure_lines, unignore
 
     store = open_store(args)
     root = find_git_root(store.root)
     for change in unignore(root, store.root) if root is not None else []:
         print(f"added {', '.join(change.added)} to {change.path} ({change.why})")
-    for change in ensure_lines(store.root / GITATTRIBUTES, STORE_GIT_FILES[GITATTRIBUTES]):
-        print(f"added {count(len(change.added), 'line')} to {change.path}")
+    for name, wanted in STORE_GIT_FILES.items():  # a deleted .gitignore would let .cache/ be committed
+        for change in ensure_lines(store.root / name, wanted):
+            print(f"added {count(len(change.added), 'line')} to {change.path}")
     if register_driver(store.root):
         print(f"merge driver registered in this clone: {driver_command()}")
     else:
@@ -51,7 +53,9 @@ def run(args: argparse.Namespace) -> int:
     finally:
         bars.close()
     took = time.perf_counter() - started
-    if report.parsed:
+    if store.index.path is None:
+        print(f"index built in memory only: {store.layout.cache} cannot be written, so each command builds it again")
+    elif report.parsed:
         print(f"index built: {count(report.parsed, 'record file')} read in {took:.2f} s")
     else:
         print(f"index up to date ({took:.2f} s)")
