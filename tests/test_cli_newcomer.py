@@ -636,3 +636,19 @@ def test_item_values_come_from_stdin_or_a_file_too(tmp_path: Path, capsys: pytes
     ]:
         code, out, err = run(capsys, "items", "add", "bugs", "--json", source, *store)
         assert (code, out) == (2, "") and err.startswith(f"codexmem: error: {said}"), err
+
+
+def test_a_broken_event_line_names_the_fix_and_the_fix_works(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A line broken by hand in the middle of an events file was "malformed event: not a JSON line",
+    with no word of what to do (`resolve` has nothing to record for it)."""
+    root, _ = bugs_store(tmp_path / "s", 1)
+    [shard] = sorted((root / "events").rglob("*.jsonl"))
+    lines = shard.read_text().splitlines(keepends=True)
+    shard.write_text("".join([*lines[:1], '{"broken\n', *lines[1:]]))
+    code, out, _ = run(capsys, "check", "--store", str(root))
+    assert code == 1 and ":2: error: malformed event: not a JSON line" in out, out
+    assert "a hand edit broke it; put the line back as git has it" in out and "or delete it" in out
+    shard.write_text("".join(lines))
+    assert run(capsys, "check", "--store", str(root))[0] == 0

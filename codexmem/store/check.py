@@ -211,7 +211,12 @@ def _check_shard(
             continue
         event, problem = ev.decode(raw.strip())
         if event is None:
-            scan.error(where, f"malformed event: {problem}")
+            scan.error(
+                where,
+                f"malformed event: {problem}: codexmem writes each line whole, so a hand edit broke it; put the "
+                "line back as git has it (`git log -p` on the file shows it) or delete it, then run `codexmem check` "
+                "again",
+            )
             continue
         if event["event_id"] in seen:
             # The same line twice is what a union merge of one shard can leave: harmless.
