@@ -478,6 +478,10 @@ def test_exit_codes_agree_across_commands(tmp_path: Path, capsys: pytest.Capture
     assert run(capsys, "check", "--store", str(root))[0] == 1  # a finding
     code, out, _ = run(capsys, "summary", "--store", str(root))  # a report: 0, and it says what is wrong
     assert code == 0 and "unreadable files: 1 (run `codexmem check`)" in out
+    # Reports built without a file say so too (they left it out without a word before).
+    for command in (["items", "list", "bugs"], ["channels", "list"], ["stale"], ["site", "--no-search"]):
+        code, out, err = run(capsys, *command, "--store", str(root))
+        assert code == 0 and "codexmem: warning: 1 unreadable file of the store left out (channels/bugs/items/" in err
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text("utf-8")
     section = readme.split("### Exit codes", 1)[1].split("\n## ", 1)[0]
     for code_text in ("| 0 |", "| 1 |", "| 2 |", "| 70 |"):

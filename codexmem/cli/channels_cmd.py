@@ -132,10 +132,12 @@ def _schema_file(path: str, channel_id: str, verb: str = "adds") -> dict[str, An
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from codexmem.cli.common import count, open_store
+    from codexmem.cli.common import count, open_store, warn_unreadable
     from codexmem.records import service
 
-    channels = service.list_channels(open_store(args))
+    store = open_store(args)
+    channels = service.list_channels(store)
+    warn_unreadable(store)
     for c in channels:
         print(f"{c.id}\t{count(c.item_count, 'item')}\t{c.name}")
     if not channels:

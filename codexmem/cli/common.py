@@ -32,6 +32,19 @@ def open_store(args: argparse.Namespace) -> Store:
     return Store(existing_store(args))
 
 
+def warn_unreadable(store: Store) -> None:
+    """Say on stderr that files of the store were left out (a report built without them is not
+    the whole store); ``check`` says what is wrong with each."""
+    bad = store.fresh_index().bad_files()
+    if bad:
+        first = ", ".join(b.path for b in bad[:3]) + (", …" if len(bad) > 3 else "")
+        print(
+            f"codexmem: warning: {count(len(bad), 'unreadable file')} of the store left out ({first}): "
+            "`codexmem check` says what is wrong",
+            file=sys.stderr,
+        )
+
+
 def count(n: int, noun: str) -> str:
     """``1 item``, ``2 items``, ``0 items``: every count the CLI prints goes through here."""
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

@@ -151,7 +151,7 @@ def run_rm(args: argparse.Namespace) -> int:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from codexmem.cli.common import count, open_store
+    from codexmem.cli.common import count, open_store, warn_unreadable
     from codexmem.records import service
     from codexmem.timeutil import utcnow
 
@@ -176,6 +176,7 @@ def run_list(args: argparse.Namespace) -> int:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
     total = next((c.item_count for c in service.list_channels(store) if c.id == args.channel), shown)
     print(f"({count(shown, 'item')})" if shown >= total else f"({shown} of {total} items; raise --limit for more)")
+    warn_unreadable(store)
     return 0
 
 

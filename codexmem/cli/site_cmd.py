@@ -62,7 +62,7 @@ def _error(message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from codexmem.cli.common import open_store
+    from codexmem.cli.common import open_store, warn_unreadable
     from codexmem.render.site import build_site
     from codexmem.render.site.serve import make_server, serve
 
@@ -94,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"codexmem site: warning: {warning}", file=sys.stderr)
     if report.base_url is None and report.feed_written:
         print("codexmem site: note: no --base-url (or site.base_url), so feed.xml links are relative", file=sys.stderr)
+    warn_unreadable(store)
     if server is not None:
         serve(server, report.out)
     elif report.written or report.deleted:

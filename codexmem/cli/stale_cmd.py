@@ -22,11 +22,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from codexmem.cli.common import count, open_store
+    from codexmem.cli.common import count, open_store, warn_unreadable
     from codexmem.memory.stale import find_stale, report_data
 
     store = open_store(args)
     report = find_stale(store)
+    warn_unreadable(store)
     if args.format == "json":
         print(json.dumps(report_data(report), ensure_ascii=False, indent=2, sort_keys=True))
         return 0
