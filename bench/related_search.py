@@ -38,6 +38,7 @@ from bench.site_build import generate
 from codexmem.errors import Warnings
 from codexmem.memory import retrieval
 from codexmem.models.records import ScopeRef
+from codexmem.store.index.base import RACY_NS
 from codexmem.store.store import Store
 
 STORES = Path(__file__).resolve().parent / ".stores"
@@ -53,9 +54,14 @@ def sibling(notes: int) -> Path:
         folder.mkdir(parents=True)
         started = time.perf_counter()
         generate(store, notes=notes, items=notes)
-        Store(store).fresh_index(full=True)
         (folder / "done").write_text("")
         print(f"generated a sibling of {notes:,} notes in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    # As the sibling's own codexmem leaves its index after its next command: files written in the
+    # last 2 s are "racy" (read again by every full scan until they are older), so wait them out.
+    time.sleep(RACY_NS / 1e9 + 0.1)
+    own = Store(store)
+    own.fresh_index(full=True)
+    own.index.close()
     return store
 
 

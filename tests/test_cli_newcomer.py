@@ -656,3 +656,27 @@ def test_a_broken_event_line_names_the_fix_and_the_fix_works(
     assert "a hand edit broke it; put the line back as git has it" in out and "or delete it" in out
     shard.write_text("".join(lines))
     assert run(capsys, "check", "--store", str(root))[0] == 0
+
+
+def test_options_that_would_be_ignored_are_refused_naming_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each was accepted and silently did nothing (or something else): --port without --serve,
+    --now "" (today), --stat with --format json (text), --project with --shared (no project)."""
+    root, _ = bugs_store(tmp_path / "s", 1)
+    store = ("--store", str(root))
+    for argv, says in (
+        (("site", "--port", "8080", "--no-search"), "--port is the port of --serve"),
+        (("site", "--now", "", "--no-search"), "--now must be a date or time"),
+        (("diff", "--stat", "--format", "json"), "--stat: prints text"),
+    ):
+        code, out, err = run(capsys, *argv, *store)
+        assert (code, out) == (2, "") and says in err, (argv, err)
+    code, _, err = run(capsys, "init", "--shared", "--project", "web", "--store", str(tmp_path / "new"))
+    assert code == 2 and "--project: names the store's own project, and --shared declares none" in err
+    assert not (tmp_path / "new").exists()
+    # A byte order mark first (some editors write one) is not part of the JSON.
+    code, out, err = run(
+        capsys, "items", "add", "bugs", "--json", '\ufeff{"ticket": "BUG-7", "title": "t", "status": "new"}', *store
+    )
+    assert code == 0 and out.startswith("item_"), err

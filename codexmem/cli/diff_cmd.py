@@ -26,9 +26,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from codexmem.cli.common import open_store
+    from codexmem.errors import invalid_input
     from codexmem.memory.diff import memory_diff
     from codexmem.render import diff as render
 
+    if args.stat and args.format == "json":  # the JSON holds every change: the counts are the text's summary
+        raise invalid_input("--stat", "prints text: leave out --format json, or --stat (the JSON lists every change)")
     found = memory_diff(open_store(args), args.revisions)
     if args.stat:
         print(render.stat(found), end="")

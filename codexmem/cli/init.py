@@ -25,9 +25,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from codexmem.cli.common import shown
+    from codexmem.errors import invalid_input
     from codexmem.store.init import init_store
     from codexmem.store.locate import locate
 
+    if args.shared and args.project is not None:
+        raise invalid_input("--project", "names the store's own project, and --shared declares none: give one of them")
     path = locate(getattr(args, "store", None)).path  # --store, else $CODEXMEM_STORE, else the git root's
     result = init_store(path, cwd=Path.cwd(), system_name=args.system, project_name=args.project, shared=args.shared)
     for change in result.changes:

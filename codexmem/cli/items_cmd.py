@@ -89,7 +89,7 @@ def _values(value: str) -> dict[str, Any]:
 
     from codexmem.errors import CodexmemError
 
-    text = _json_text(value)
+    text = _json_text(value).removeprefix("\ufeff")  # a byte order mark some editors write first
     try:
         data = json.loads(text)
     except ValueError as exc:

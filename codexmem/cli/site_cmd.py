@@ -68,6 +68,10 @@ def run(args: argparse.Namespace) -> int:
 
     if not 0 <= args.port <= 65535:
         return _error(f"--port must be 0..65535 (0 picks a free port), got {args.port}")
+    if args.port and not args.serve:
+        return _error("--port is the port of --serve: add --serve, or leave --port out")
+    if args.now is not None and not args.now.strip():
+        return _error("--now must be a date or time such as 2026-03-13 (leave it out for today)")
     store = open_store(args)
     out = Path(args.out) if args.out else default_out(store.root)
     now = parse_now(args.now) if args.now else None

@@ -46,5 +46,6 @@ def run(args: argparse.Namespace) -> int:
     for project in report.unanchored_projects:
         print(f"project {names.get(project, project)}: its repository is not this clone's (not checked)")
     anchored = count(report.anchored, "anchored note")
-    print(f"stale: {report.stale} of {anchored} describe code that changed since it was saved")
+    verb = "describes" if report.anchored == 1 else "describe"
+    print(f"stale: {report.stale} of {anchored} {verb} code that changed since it was saved")
     return 0
