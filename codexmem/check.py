@@ -14,7 +14,7 @@ from pathlib import Path
 from codexmem.memory.checks import file_path_findings, reference_findings
 from codexmem.records.checks import item_findings
 from codexmem.store.check import Finding, scan_store
-from codexmem.store.gitsetup import driver_problem
+from codexmem.store.gitsetup import driver_problem, events_left_out
 
 
 @dataclass
@@ -42,6 +42,12 @@ def check_store(root: Path) -> CheckResult:
     broken = driver_problem(root)
     if broken is not None:  # not the store's fault, but this clone's next merge may drop edits
         findings.append(Finding(".git/config", "warning", broken))
+    for rel in events_left_out(root):
+        message = (
+            "not added to git, though the records it records are committed (`git commit -a` leaves new files "
+            "out): `git add` it and commit, or the pull request carries changes without their events"
+        )
+        findings.append(Finding(rel, "warning", message))
     return CheckResult(sorted(findings), scan.counts)
 
 

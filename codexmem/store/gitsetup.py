@@ -132,3 +132,24 @@ def unmerged_records(store_root: Path) -> list[str]:
     store_rel = os.path.relpath(store_root.resolve(), Path(root).resolve()).replace(os.sep, "/")
     prefix = "" if store_rel == "." else store_rel + "/"
     return sorted(p for p in paths if p.startswith(prefix) and identify_relpath(p[len(prefix) :]) is not None)
+
+
+def events_left_out(store_root: Path) -> list[str]:
+    """Events files git does not track while nothing else of the store is uncommitted: what
+    ``git commit -a`` leaves (it commits changed record files but no new file), so the pull request
+    would carry the records' changes without the events that record them. Paths from the store's folder."""
+    out = run_git(store_root, ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--", "."])
+    if not out:
+        return []
+    entries = [e.decode("utf-8", "surrogateescape") for e in out.split(b"\0") if e]
+    root = discover_repository(store_root).root
+    prefix = os.path.relpath(store_root.resolve(), Path(root).resolve()).replace(os.sep, "/")
+    prefix = "" if prefix == "." else prefix + "/"
+    left: list[str] = []
+    for entry in entries:
+        state, path = entry[:2], entry[3:]
+        rel = path[len(prefix) :] if path.startswith(prefix) else path
+        if state != "??" or not (rel.startswith("events/") and rel.endswith(".jsonl")):
+            return []  # work in progress: its new files are added with it
+        left.append(rel)
+    return left
