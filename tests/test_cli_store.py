@@ -91,6 +91,31 @@ def test_init_in_two_repositories_adds_the_site_line_to_each_once(
     assert (tmp_path / "two" / ".gitignore").read_text() == "/_site/\n*.pyc\n"
 
 
+def test_the_site_rule_follows_the_store_and_never_hides_a_repositorys_own_pages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """init always added /_site/: a store at docs/mem builds into docs/_site, which git then offered to
+    commit, and a repository that commits its own _site/ had its next page there silently ignored."""
+    repo = make_repo(tmp_path / "sub")
+    (repo / "docs").mkdir()
+    monkeypatch.chdir(repo)
+    assert run(capsys, "init", "--store", "docs/mem")[0] == 0
+    assert (repo / ".gitignore").read_text() == "/docs/_site/\n"
+    assert run(capsys, "site", "--no-search", "--store", "docs/mem")[0] == 0
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True).stdout
+    assert "_site" not in status and (repo / "docs" / "_site" / "index.html").is_file()
+
+    pages = make_repo(tmp_path / "pages")
+    (pages / "_site").mkdir()
+    (pages / "_site" / "index.html").write_text("<p>our own site</p>\n")
+    subprocess.run(["git", "add", "-A"], cwd=pages, check=True, env=GIT_ENV)
+    subprocess.run(["git", "commit", "-q", "-m", "pages"], cwd=pages, check=True, env=GIT_ENV)
+    monkeypatch.chdir(pages)
+    code, out, _ = run(capsys, "init")
+    assert code == 0 and "left .gitignore as it was (_site/ holds committed files: not ignored)" in out, out
+    assert not (pages / ".gitignore").exists()
+
+
 def test_init_outside_a_repository_needs_a_path_and_makes_a_shared_store(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -17,12 +17,13 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "site",
         parents=[common],
         help="build the static site of the store (Pagefind search included)",
-        description="Render the store into a static site (default: _site/ beside the repository root), "
+        description="Render the store into a static site (default: _site/ in the folder holding the store: the "
+        "repository root for .codexmem/), "
         "re-rendering only pages whose inputs changed, then index the changed parts for search with Pagefind. "
         "Serve the folder over HTTP (--serve, or any static host): search and long lists load data.",
     )
     p.add_argument(
-        "--out", type=path_text, metavar="DIR", help="output folder (default: _site/ next to the store's folder)"
+        "--out", type=path_text, metavar="DIR", help="output folder (default: _site/ in the folder holding the store)"
     )
     p.add_argument(
         "--base-url", metavar="URL", help="where the site is published (e.g. https://org.github.io/repo/), for the feed"

@@ -49,6 +49,7 @@ STORE_GIT_FILES: dict[str, GitLines] = {
 STORE_GITIGNORE = STORE_GIT_FILES[GITIGNORE].text()
 STORE_GITATTRIBUTES = STORE_GIT_FILES[GITATTRIBUTES].text()
 SITE_IGNORE = GitLines(("/_site/",))
+"""The root .gitignore's rule for the site built beside a store at the repository's root."""
 """Added to the work tree's root .gitignore: the rendered site is never committed."""
 UNIGNORE_COMMENT = "# codexmem: the store is committed, whatever else is ignored"
 """Above the lines that un-ignore the store, when a rule ignored its files (see :func:`unignore`)."""
@@ -147,12 +148,22 @@ def init_store(
         atomic_write(path / CONFIG_FILE, dump_yaml(config).encode("utf-8"))
         result.changes.append(FileChange(path / CONFIG_FILE, created=True))
         if repo.has_git:
-            result.changes.extend(ensure_lines(repo.root / GITIGNORE, SITE_IGNORE))
+            result.changes.extend(_ignore_site(Path(repo.root), path))
             result.changes.extend(unignore_lines(repo.root, path, ignored))
             register_driver(path)
     except OSError as exc:
         raise CodexmemError("ERR_WRITE_FAILED", f"cannot write {exc.filename or path}: {exc.strerror or exc}") from None
     return result
+
+
+def _ignore_site(root: Path, store: Path) -> list[FileChange]:
+    """Ignore the folder `codexmem site` builds by default (``_site`` beside the store), as a rule of
+    the repository's .gitignore; not when the repository already commits files there (its own pages)."""
+    folder = os.path.relpath(store.parent, root).replace(os.sep, "/")
+    site = "_site" if folder == "." else f"{folder}/_site"
+    if run_git(root, ["ls-files", "-z", "--", site]):
+        return [FileChange(root / GITIGNORE, created=False, why=f"{site}/ holds committed files: not ignored")]
+    return ensure_lines(root / GITIGNORE, GitLines((f"/{site}/",)))
 
 
 def _check_name(flag: str, value: str | None) -> None:
