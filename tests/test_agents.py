@@ -278,3 +278,15 @@ def test_a_file_whose_markers_make_no_block_is_refused_and_its_text_kept(
         "--store", str(store.root), "agents", "--project", "proj_order_web", "--out", str(target), "--mode", "overwrite"
     )
     assert overwritten.returncode == 0, "overwrite replaces the whole file, as asked"
+
+
+def test_agents_of_a_store_of_no_project_names_both_ways_out(tmp_path: Path) -> None:
+    """A shared store declares no project: the refusal named --project only, not --global."""
+    root = tmp_path / "shared"
+    root.mkdir()
+    (root / "codexmem.yaml").write_text("format: 2\n")
+    done = run_cli("--store", str(root), "agents")
+    assert done.returncode == 2
+    assert "name the project with --project (declared projects: none), or write the global" in done.stderr
+    assert "~/.codex/AGENTS.md with --global" in done.stderr
+    assert run_cli("--store", str(root), "agents", "--global").returncode == 0

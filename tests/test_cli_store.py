@@ -280,10 +280,12 @@ def test_init_refuses_a_store_inside_the_git_folder(
     repo = make_repo(tmp_path / "repo")
     monkeypatch.chdir(repo / ".git")
     before = sorted(p.name for p in (repo / ".git").iterdir())
-    for store in ("mem", str(repo / ".git" / "worktrees" / "x" / "mem")):
+    # The .git folder itself too: it was "not a codexmem store ... such as .git/.codexmem", a path refused in turn.
+    for store in ("mem", str(repo / ".git" / "worktrees" / "x" / "mem"), str(repo / ".git")):
         code, out, err = run(capsys, "init", "--store", store)
         assert code == 2 and out == "", out
         assert "it is inside a .git folder, where git keeps its own state and nothing is committed" in err, err
+        assert ".git/.codexmem" not in err
     assert sorted(p.name for p in (repo / ".git").iterdir()) == before
 
 

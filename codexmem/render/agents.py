@@ -102,7 +102,11 @@ def project_context(store: Store, project_id: str | None = None) -> AgentsContex
     if project_id is None:
         if len(config.projects) != 1:
             declared = ", ".join(p.id for p in config.projects) or "none"
-            raise CodexmemError("ERR_INVALID_INPUT", f"name the project with --project (declared projects: {declared})")
+            raise CodexmemError(
+                "ERR_INVALID_INPUT",
+                f"name the project with --project (declared projects: {declared}), or write the global "
+                "~/.codex/AGENTS.md with --global",
+            )
         decl = config.projects[0]
     else:
         found = config.project(project_id)

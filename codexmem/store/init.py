@@ -94,14 +94,14 @@ def init_store(
         _check_name(flag, value)
     if (path / CONFIG_FILE).exists():
         raise CodexmemError("ERR_INVALID_STATE", f"a store already exists at {path}; init never overwrites one")
-    _refuse_foreign_folder(path)
     inside = misplaced(path, None, holds_files=False)
-    if inside is not None:  # git's own state: nothing there is ever committed
+    if inside is not None:  # git's own state: nothing there is ever committed (said before any other advice)
         raise CodexmemError(
             "ERR_INVALID_INPUT",
             f"{path}: {inside}, where git keeps its own state and nothing is committed: give a folder of the "
             "work tree, such as .codexmem at the repository's root (the default)",
         )
+    _refuse_foreign_folder(path)
 
     repo = discover_repository(path)
     in_repo = repo.has_git and not shared
