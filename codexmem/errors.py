@@ -161,4 +161,5 @@ def _problem(err: Any, unknown: str) -> str:
     message = str(err["msg"])
     for prefix in ("Value error, ", "Assertion failed, "):
         message = message.removeprefix(prefix)
-    return message[:300]
+    # "a valid dictionary or instance of ProjectDecl": the class is the code's name, not the file's
+    return re.sub(r" or instance of \w+", "", message)[:300]

@@ -680,3 +680,22 @@ def test_options_that_would_be_ignored_are_refused_naming_them(
         capsys, "items", "add", "bugs", "--json", '\ufeff{"ticket": "BUG-7", "title": "t", "status": "new"}', *store
     )
     assert code == 0 and out.startswith("item_"), err
+
+
+def test_refusals_say_the_rule_and_the_fix_in_the_files_own_words(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A channel id without its rule, a stray file without its fix, and pydantic's "or instance of
+    ProjectDecl" (a class of the code) in a message about codexmem.yaml."""
+    root, _ = bugs_store(tmp_path / "s", 1)
+    code, _, err = run(capsys, "items", "list", "Bugs", "--store", str(root))
+    assert code == 2 and "a channel id is lower-case letters, digits, - and _, starting with a letter" in err
+    (root / "notes").mkdir(exist_ok=True)
+    (root / "notes" / "README.txt").write_text("not a record\n")
+    code, out, _ = run(capsys, "check", "--store", str(root))
+    assert code == 1 and "notes/README.txt: error: stray file: " in out and "move it out of the store" in out
+    (root / "notes" / "README.txt").unlink()
+    config = root / "codexmem.yaml"
+    config.write_text(config.read_text() + "projects: [5]\n")
+    code, out, err = run(capsys, "check", "--store", str(root))
+    assert "projects[0]: Input should be a valid dictionary" in out + err and "instance of" not in out + err

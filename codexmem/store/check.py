@@ -121,7 +121,7 @@ def _walk(scan: StoreScan) -> None:
                 scan.warn(JOURNAL_DIR, "an interrupted multi-file write; the next write finishes it")
             continue
         if entry.name not in RECORD_DIRS or not entry.is_dir(follow_symlinks=False):
-            scan.error(entry.name, "stray file or folder: not part of the store layout")
+            scan.error(entry.name, "stray file or folder: not part of the store layout: move it out of the store")
             continue
         if entry.name == "events":
             continue
@@ -144,7 +144,11 @@ def _check_file(scan: StoreScan, rel: str, path: Path) -> None:
         return
     ident = identify_relpath(rel)
     if ident is None:
-        scan.error(rel, "stray file: not a record file name (<prefix>_<ULID> with the kind's suffix)")
+        scan.error(
+            rel,
+            "stray file: not a record file name (<prefix>_<ULID> with the kind's suffix): move it out of the store "
+            "(a record renamed by hand: give it back its name)",
+        )
         return
     if path.is_symlink() or not path.is_file():
         scan.error(rel, "not a regular file (symlinks are refused)")
@@ -174,7 +178,9 @@ def _check_events(scan: StoreScan) -> None:
     if events_dir.is_dir():
         for entry in sorted(os.scandir(events_dir), key=lambda e: e.name):
             if not entry.is_dir(follow_symlinks=False):
-                scan.error(f"events/{entry.name}", "stray file: events hold one folder per writer")
+                scan.error(
+                    f"events/{entry.name}", "stray file: events hold one folder per writer: move it out of the store"
+                )
                 continue
             for sub in sorted(os.scandir(entry.path), key=lambda e: e.name):
                 rel = f"{entry.name}/{sub.name}"

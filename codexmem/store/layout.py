@@ -87,7 +87,11 @@ class Layout:
 
     def channel_dir(self, channel: str) -> Path:
         if not CHANNEL_ID_RE.match(channel):
-            raise CodexmemError("ERR_INVALID_INPUT", f"invalid channel id {channel[:80]!r}")
+            raise CodexmemError(
+                "ERR_INVALID_INPUT",
+                f"invalid channel id {channel[:80]!r}: a channel id is lower-case letters, digits, - and _, "
+                "starting with a letter (such as bugs); `codexmem channels list` lists them",
+            )
         return self.root / CHANNELS_DIR / channel
 
     def path(self, kind: Kind, record_id: str, channel: str | None = None) -> Path:

@@ -533,7 +533,9 @@ class Store:
                 "ERR_STORAGE_UNAVAILABLE", f"the store is locked by another writer for over {LOCK_TIMEOUT_S:.0f} s"
             ) from None
         except OSError as exc:
-            raise CodexmemError("ERR_STORAGE_UNAVAILABLE", f"cannot lock the store: {exc.strerror}") from None
+            raise CodexmemError(
+                "ERR_STORAGE_UNAVAILABLE", f"cannot lock the store: {exc.filename or self.layout.root}: {exc.strerror}"
+            ) from None
         try:
             yield
         finally:
