@@ -472,7 +472,7 @@ def test_exit_codes_agree_across_commands(tmp_path: Path, capsys: pytest.Capture
     # The merge driver typed by hand: git's own "Could not stat" and exit 1 (a conflict's code) before.
     code, _, err = run(capsys, "merge-file", missing, missing, missing, "x.yaml")
     assert code == 2 and err.startswith(
-        f"codexmem: error: BASE: must be a file (git passes %O, %A and %B), got {missing}"
+        f"codexmem: error: BASE: must be a file (git passes %O, %A and %B), got {missing!r}"
     )
     (root / "channels" / "bugs" / "items" / f"{ids[0]}.yaml").write_text("values: [unclosed\n")
     assert run(capsys, "check", "--store", str(root))[0] == 1  # a finding

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sqlite3
 import subprocess
@@ -247,7 +248,8 @@ async def test_related_answers_fit_the_budget(checkouts: tuple[Path, Path]) -> N
 
 def index_epoch(store: Path) -> int:
     """The epoch written in a store's own index file (each build of an index draws a new one)."""
-    conn = sqlite3.connect(f"{(store / '.cache' / 'index.sqlite').as_uri()}?mode=ro", uri=True)
+    # immutable: a read-only connection would add the -wal and -shm files the test says are not added
+    conn = sqlite3.connect(f"{(store / '.cache' / 'index.sqlite').as_uri()}?immutable=1", uri=True)
     try:
         return int(conn.execute("SELECT value FROM meta WHERE key='epoch'").fetchone()[0])
     finally:
@@ -275,6 +277,7 @@ async def test_a_siblings_own_index_is_copied_then_brought_up_to_date_from_its_f
     notes = {yaml.safe_load(p.read_text().split("---")[1])["importance"]: p for p in (api_store / "notes").iterdir()}
     notes[5].write_text(notes[5].read_text().replace("Backend now rejects", "Gateway now rejects"))
     notes[1].unlink()
+    gc.collect()  # the sibling's own store, done with, has closed its index (its last checkpoint)
     before = cache_files(api_store)
     store = Store(web_store)
     sibling = related.open_related_store(store, SIBLING, Warnings())
@@ -296,6 +299,7 @@ async def test_a_sibling_index_that_cannot_be_used_is_left_alone_and_the_files_a
     web, api = checkouts
     api_store = api / ".codexmem"
     await write_notes(api_store, api, API_NOTES[:1])
+    gc.collect()  # the sibling's own store, done with, has closed its index (its last checkpoint)
     path = api_store / ".cache" / "index.sqlite"
     if damage == "garbage":
         path.write_bytes(b"not an index " * 1000)

@@ -27,6 +27,11 @@ def run(args: argparse.Namespace) -> int:
     from codexmem.store.merge import merge_file
 
     for name, given in (("BASE", args.base), ("OURS", args.ours), ("THEIRS", args.theirs)):
-        if not Path(given).is_file():  # git always hands over three files: a person typed this
-            raise invalid_input(name, f"must be a file (git passes %O, %A and %B), got {given}")
+        try:
+            usable = Path(given).is_file()
+        except OSError:  # a name too long for the file system
+            usable = False
+        if not usable:  # git always hands over three files: a person typed this
+            shown = repr(given) if len(given) <= 120 else repr(given[:119]) + "…"
+            raise invalid_input(name, f"must be a file (git passes %O, %A and %B), got {shown}")
     return merge_file(Path(args.base), Path(args.ours), Path(args.theirs), args.path)

@@ -135,11 +135,14 @@ def unmerged_records(store_root: Path) -> list[str]:
 
 
 def events_left_out(store_root: Path) -> list[str]:
-    """Events files git does not track while nothing else of the store is uncommitted: what
-    ``git commit -a`` leaves (it commits changed record files but no new file), so the pull request
-    would carry the records' changes without the events that record them. Paths from the store's folder."""
+    """Events files git does not track while nothing else of the store is uncommitted, and whose
+    events are all older than the last commit: what ``git commit -a`` leaves (it commits changed
+    record files but no new file), so the pull request would carry the records' changes without
+    the events that record them. (A ``resolve`` just run, its commit still to come, is newer than
+    the last commit.) Paths from the store's folder."""
     out = run_git(store_root, ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--", "."])
-    if not out:
+    committed = run_git(store_root, ["log", "-1", "--format=%ct"])
+    if not out or not committed or not committed.strip().isdigit():
         return []
     entries = [e.decode("utf-8", "surrogateescape") for e in out.split(b"\0") if e]
     root = discover_repository(store_root).root
@@ -151,5 +154,23 @@ def events_left_out(store_root: Path) -> list[str]:
         rel = path[len(prefix) :] if path.startswith(prefix) else path
         if state != "??" or not (rel.startswith("events/") and rel.endswith(".jsonl")):
             return []  # work in progress: its new files are added with it
-        left.append(rel)
+        if _newest_event(store_root / rel) < int(committed):
+            left.append(rel)
     return left
+
+
+def _newest_event(path: Path) -> float:
+    """The time of the newest event in an events file (seconds since the epoch; 0 when none reads)."""
+    from codexmem.store.events import decode
+    from codexmem.timeutil import parse_ts
+
+    newest = 0.0
+    try:
+        lines = path.read_bytes().splitlines()
+    except OSError:
+        return newest
+    for raw in lines:
+        event, _ = decode(raw.strip()) if raw.strip() else (None, None)
+        if event is not None:
+            newest = max(newest, parse_ts(event["at"]).timestamp())
+    return newest
