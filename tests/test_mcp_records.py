@@ -10,6 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 from memory_fixtures import answer_bytes
@@ -787,3 +788,38 @@ async def test_a_wrong_optional_argument_is_named_by_its_own_field(
     assert envelope["error"]["code"] == "ERR_INVALID_INPUT", envelope
     [only] = envelope["error"]["fields"]
     assert only["field"] == field and says in only["message"], only
+
+
+async def test_resolve_run_beside_a_serving_server_rolls_back_no_confirmed_edit(tmp_path: Path) -> None:
+    """`codexmem resolve` in a loop while the server edited an item: resolve scanned before taking the
+    lock, read a server write between its file and its event as a hand edit, and recorded the older
+    value it had seen (confirmed version 60 rolled back to 41; `check` then clean). A stress run:
+    the window is milliseconds wide, and the helper's run hit it within 60 edits."""
+    path, ids = bugs_store(tmp_path / "s", 1)
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "codexmem", "serve", "--store", str(path)], env=dict(os.environ)
+    )
+    stop = False
+    said: list[str] = []
+
+    def resolving() -> None:
+        while not stop:
+            done = run_cli("resolve", "--store", str(path))
+            if "nothing to record" not in done.stdout:
+                said.append(done.stdout + done.stderr)
+
+    async with Client(params, mode="legacy") as client:
+        version = (await _read(client, ids[0]))["version"]
+        async with anyio.create_task_group() as group:
+            group.start_soon(anyio.to_thread.run_sync, resolving)
+            try:
+                for n in range(120):
+                    edited = await _edit(client, ids[0], {"title": f"edit {n}"}, version, f"k{n}")
+                    assert edited["ok"], edited
+                    version = edited["data"]["item"]["version"]
+            finally:
+                stop = True
+        final = await _read(client, ids[0])
+    assert said == [], "resolve found no hand edit: every change was the server's, with its event"
+    assert (final["version"], final["values"]["title"]) == (version, "edit 119")
+    assert run_cli("check", "--store", str(path)).returncode == 0

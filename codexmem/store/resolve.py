@@ -45,6 +45,14 @@ def resolve(store: Store) -> list[Resolution]:
     settled first, or the recorded history would skip them. An events file left with conflict
     markers is settled then, both sides' events kept (``kind`` ``events``, ``what`` ``merged``).
     """
+    # The store's lock from the scan to the last write: a server writing meanwhile (its file renamed
+    # into place, its event not yet appended) was read as a hand edit and its confirmed edits rolled
+    # back to what the scan had seen. The lock is re-entrant: the transaction below nests in it.
+    with store.locked():
+        return _resolve_locked(store)
+
+
+def _resolve_locked(store: Store) -> list[Resolution]:
     scan = scan_store(store.root)
     readable = {rel for rel, _ in scan.records.values()}
     unreadable = [
