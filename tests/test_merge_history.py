@@ -232,3 +232,32 @@ def test_a_revert_of_a_merged_change_leaves_no_made_up_disagreement(repo: Repo) 
     repo.git("revert", "-m", "1", "--no-edit", merge)
     assert "owner" not in repo.values(bug) and repo.values(bug)["status"] == "triaged"
     assert errors(repo.check()) == []
+
+
+def test_a_retry_after_a_reset_took_the_edit_away_writes_it_again(repo: Repo) -> None:
+    """An edit made with a key, then `git reset --hard`: the same call again answered "replayed" with
+    version 4 and the new title while the file (and every read) held version 2 and the old one."""
+    bug = repo.item(title="Before")
+    repo.commit("a bug")
+
+    def edit() -> service.EditResult:
+        return service.edit_item(
+            repo.store(),
+            "bugs",
+            bug,
+            {"title": "After"},
+            expected_version=1,
+            idempotency_key="k",
+            actor="mcp",
+            now=repo.now(),
+        )
+
+    assert not edit().replayed
+    assert edit().replayed, "a retry while the edit stands is answered from the first"
+    repo.git("reset", "-q", "--hard", "HEAD")
+    assert repo.values(bug)["title"] == "Before"
+    again = edit()
+    assert not again.replayed and again.answer["item"]["version"] == 2
+    assert repo.values(bug)["title"] == "After" and repo.version(bug) == 2
+    assert edit().replayed
+    assert errors(repo.check()) == []

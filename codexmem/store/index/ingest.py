@@ -360,10 +360,17 @@ class Ingestion(IndexConnection):
         try:
             cur = conn.execute(insert, row)
         except sqlite3.IntegrityError:
-            # Its idempotency key is another event's: two branches' writers picked the same key, and
-            # the merge brought both. The event is kept (an IGNORE dropped it: polls never gave it,
-            # and the next change took the wrong parents); the key stays with the event read first.
-            row[11] = row[12] = None
+            # Its idempotency key is another event's. One whose line the work tree no longer holds (a
+            # reset took the edit away, and the retry made it again) gives the key up; one present is
+            # another branch's writer that picked the same key, and the merge brought both: this
+            # event is kept without the key (an IGNORE dropped it: polls never gave it, and the next
+            # change took the wrong parents).
+            freed = conn.execute(
+                "UPDATE events SET idempotency_key=NULL, fingerprint=NULL WHERE idempotency_key=? AND present=0",
+                (row[11],),
+            ).rowcount
+            if not freed:
+                row[11] = row[12] = None
             cur = conn.execute(insert, row)
         new = cur.rowcount > 0
         if not new:

@@ -444,10 +444,12 @@ class Queries(IndexConnection):
         return int(row[0] or 0)
 
     def idempotency(self, key: str) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
-        """(event, remembered answer or None) of a committed edit that used ``key``."""
+        """(event, remembered answer or None) of a committed edit that used ``key``: one whose event
+        line is in the work tree now (a reset or a checkout that took the line away took the edit)."""
         with self._mutex:
             row = self.conn.execute(
-                "SELECT kind, id, channel, version, fingerprint, at FROM events WHERE idempotency_key=?", (key,)
+                "SELECT kind, id, channel, version, fingerprint, at FROM events WHERE idempotency_key=? AND present=1",
+                (key,),
             ).fetchone()
             if row is None:
                 return None
