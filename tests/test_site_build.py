@@ -329,6 +329,18 @@ def test_pages_exist_for_every_record_and_permalinks_are_stable(fx: Fixture, bui
     assert '<link rel="icon" type="image/svg+xml" href="assets/favicon.svg?v=' in (built / "index.html").read_text()
 
 
+def test_a_files_page_is_headed_by_the_repository_path_it_is_for(built: Path) -> None:
+    """Every file page's heading read "files/src-…-078c700f/index.html" (the page's own path)."""
+    pages = sorted((built / "files").glob("*/index.html"))
+    assert pages
+    for page in pages:
+        text = page.read_text()
+        title = re.search(r"<title>(.*?) · ", text)
+        heading = re.search(r"<h1><code>(.*?)</code></h1>", text)
+        assert title is not None and heading is not None, page
+        assert heading.group(1) == title.group(1) and not heading.group(1).startswith("files/"), page
+
+
 # ------------------------------------------------------------------ what pages show
 
 

@@ -43,3 +43,16 @@ def test_the_menu_and_home_name_the_first_projects_and_link_to_the_list_of_all(t
     for row in rows:  # every row leads to its project's page
         href = re.search(r'href="([^"]+)"', row[4])
         assert href is not None and (index.parent / href.group(1) / "index.html").resolve().is_file()
+
+
+def test_the_list_of_projects_is_reached_from_the_menu_and_a_projects_breadcrumb_however_few(tmp_path: Path) -> None:
+    """With as few projects as the menu holds, nothing linked to projects/: the menu had no "All"
+    entry and a project page's breadcrumb "Projects" was plain text."""
+    repo = new_repo(tmp_path / "shop")
+    out = tmp_path / "site"
+    build_site(repo.store(), out, search=False)
+    home = (out / "index.html").read_text()
+    menu = home[home.index('<details class="menu">') : home.index("</details>")]
+    assert '<li><a href="projects/">All projects</a></li>' in menu
+    project = next((out / "projects").glob("proj_*/index.html")).read_text()
+    assert '<li><a href="../../projects/">Projects</a></li>' in project

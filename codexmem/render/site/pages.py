@@ -231,7 +231,7 @@ def _project(data: SiteData, pid: str) -> dict[str, Any]:
         "title": project["name"],
         "section": "projects",
         "project_id": pid,
-        "crumbs": [{"label": "Projects", "url": None}],
+        "crumbs": [{"label": "Projects", "url": "projects/"}],
         "project": {**project, "relations": relations},
         "system": next((s["name"] for s in data.systems if s["id"] == project["system"]), project["system"]),
         "open_handoffs": [handoff_row(data, h) for h in open_handoffs[:PROJECT_HANDOFFS]],
@@ -631,7 +631,7 @@ def _file(path: str, refs: list[Rec]) -> dict[str, Any]:
         "title": path,
         "section": "files",
         "crumbs": [{"label": "Files", "url": "files/"}],
-        "path": path,
+        "file_path": path,  # not "path": the build sets that to the page's own path
         "backlinks": [{"group": "Notes and handoffs that name it", "refs": refs}],
     }
 
