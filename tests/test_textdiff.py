@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -76,3 +77,23 @@ def test_a_long_block_sharing_few_words_reads_as_rewritten_and_a_long_edited_one
         ("del", "w599"),
         ("ins", "LAST"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "ops"),
+    [
+        # Text added after the last word: the word is kept, not removed and added again ("hand." was
+        # shown struck through and then inserted, since the tokens "hand." and "hand.\n\n" differ).
+        (
+            "Found the difference by hand.",
+            "Found the difference by hand.\n\nThen wrote a test.",
+            [("eq", "Found the difference by hand."), ("ins", "\n\nThen wrote a test.")],
+        ),
+        ("They fix themselves.", "They fix themselves. Mostly.", [("eq", "They fix themselves."), ("ins", " Mostly.")]),
+        ("They fix themselves. Mostly.", "They fix themselves.", [("eq", "They fix themselves."), ("del", " Mostly.")]),
+    ],
+)
+def test_text_added_or_removed_after_the_last_word_keeps_that_word(
+    old: str, new: str, ops: list[tuple[str, str]]
+) -> None:
+    assert word_ops(old, new) == ops

@@ -79,7 +79,7 @@ def word_ops(old: str, new: str) -> list[tuple[str, str]]:
             runs += [("del", removed), ("ins", added)]
     runs.append(("eq", "".join(a[len(a) - end :])))
     merged: list[tuple[str, str]] = []
-    for kind, text in runs:
+    for kind, text in _kept_ends(runs):
         if not text:
             continue
         if merged and merged[-1][0] == kind:
@@ -87,6 +87,26 @@ def word_ops(old: str, new: str) -> list[tuple[str, str]]:
         else:
             merged.append((kind, text))
     return merged
+
+
+def _kept_ends(runs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """A removal followed by an addition that starts with the same words keeps those words:
+    words are cut with the spaces after them, so "hand." and "hand.\n\nMore." differ as tokens,
+    and text added after a last word showed that word as removed and added again."""
+    out: list[tuple[str, str]] = []
+    for kind, text in runs:
+        if kind == "ins" and out and out[-1][0] == "del" and out[-1][1]:
+            removed = out.pop()[1]
+            # Only whole words are kept: "omega" to "omega!" stays a changed word.
+            if text.startswith(removed) and text[len(removed) : len(removed) + 1].isspace():
+                out += [("eq", removed), ("ins", text[len(removed) :])]
+            elif removed.startswith(text) and removed[len(text) : len(text) + 1].isspace():
+                out += [("eq", text), ("del", removed[len(text) :])]
+            else:
+                out += [("del", removed), ("ins", text)]
+        else:
+            out.append((kind, text))
+    return out
 
 
 def _word_runs(old: str, new: str) -> list[tuple[str, str]]:
