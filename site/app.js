@@ -404,16 +404,22 @@
     return li;
   }
 
+  /* Every result of a query, each one's data loaded only when it is shown (a page of them at a time). */
+  var SEARCH_PAGE = 50;
+
   function runSearch(query, limit) {
     return startEngine().then(function (pagefind) {
-      if (!pagefind) return { count: 0, items: [] };
+      if (!pagefind) return { count: 0, items: [], results: [] };
       return pagefind.search(query).then(function (search) {
-        var results = search.results.slice(0, limit);
-        return Promise.all(results.map(function (r) { return r.data(); })).then(function (items) {
-          return { count: search.results.length, items: items };
+        return loadResults(search.results, 0, limit).then(function (items) {
+          return { count: search.results.length, items: items, results: search.results };
         });
       });
     });
+  }
+
+  function loadResults(results, from, limit) {
+    return Promise.all(results.slice(from, from + limit).map(function (r) { return r.data(); }));
   }
 
   var find = document.querySelector("[data-find]");
@@ -427,12 +433,41 @@
     var list = page.querySelector("[data-search-results]");
     if (!q.trim()) { status.textContent = "Type in the search box at the top of the page."; list.innerHTML = ""; return; }
     status.textContent = "Searching for “" + q + "”…";
-    runSearch(q, 50).then(function (found) {
+    var more = page.querySelector("[data-search-more]");
+    if (more) more.remove();
+    runSearch(q, SEARCH_PAGE).then(function (found) {
       list.innerHTML = "";
-      found.items.forEach(function (d) { list.appendChild(resultItem(d, true)); });
-      status.textContent = found.count
-        ? plural(found.count, "result") + " for “" + q + "”" + (found.count > found.items.length ? ", the first " + found.items.length + " shown." : ".")
-        : "No results for “" + q + "”.";
+      var shown = 0;
+      function say() {
+        status.textContent = found.count
+          ? plural(found.count, "result") + " for “" + q + "”" + (found.count > shown ? ", the first " + num(shown) + " shown." : ".")
+          : "No results for “" + q + "”.";
+      }
+      function add(items) {
+        items.forEach(function (d) { list.appendChild(resultItem(d, true)); });
+        shown += items.length;
+        say();
+        if (shown < found.count) return;
+        var button = page.querySelector("[data-search-more]");
+        if (button) button.remove();
+      }
+      add(found.items);
+      if (shown < found.count) {
+        /* The rest of the results, a page at a time: past the first page they were out of reach. */
+        var button = document.createElement("button");
+        button.type = "button";
+        button.className = "more";
+        button.setAttribute("data-search-more", "");
+        button.textContent = "Show more results";
+        button.addEventListener("click", function () {
+          button.disabled = true;
+          loadResults(found.results, shown, SEARCH_PAGE).then(function (items) {
+            button.disabled = false;
+            add(items);
+          });
+        });
+        list.parentNode.insertBefore(button, list.nextSibling);
+      }
     }, function () {
       status.textContent = fromDisk ? "Search needs the site served over HTTP (codexmem site --serve)." : "The search index is missing: build the site without --no-search.";
     });

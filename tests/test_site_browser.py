@@ -172,6 +172,24 @@ def test_search_results_say_what_they_found(site: tuple[Fixture, str], tab: Watc
     assert tab.errors == []
 
 
+def test_every_result_of_a_search_can_be_reached(site: tuple[Fixture, str], tab: Watched) -> None:
+    """120 items match "number": the page said "the first 50 shown" and offered no way to the rest."""
+    _, base = site
+    page = tab.page
+    page.goto(f"{base}search/?q=number")
+    status = page.locator("[data-search-status]")
+    status.filter(has_text=f"{BIG} results for “number”, the first 50 shown.").wait_for(timeout=15_000)
+    more = page.locator("[data-search-more]")
+    for shown in (100, BIG):
+        more.click()
+        page.locator("[data-search-results] .result").nth(shown - 1).wait_for(timeout=15_000)
+    status.filter(has_text=f"{BIG} results for “number”.").wait_for(timeout=5_000)
+    assert more.count() == 0, "no button once every result is shown"
+    titles = page.locator("[data-search-results] .result > a").all_inner_texts()
+    assert len(titles) == BIG == len(set(titles))
+    assert tab.errors == []
+
+
 def test_header_search_shows_results_as_you_type_and_keys_move_through_them(
     site: tuple[Fixture, str], tab: Watched
 ) -> None:
