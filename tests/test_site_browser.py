@@ -595,6 +595,36 @@ def test_code_blocks_are_highlighted_large_enough_and_copyable(site: tuple[Fixtu
     watched.close()
 
 
+def test_the_scroll_cue_shows_in_dark_and_a_phones_copy_button_covers_no_code(
+    site: tuple[Fixture, str], browser: Any
+) -> None:
+    """The cue of hidden columns was a black shadow, invisible on the dark page; on a phone the copy
+    button sat over the first line of code."""
+    fx, base = site
+    cues = {}
+    for scheme in ("light", "dark"):
+        watched = Watched(browser, color_scheme=scheme, viewport={"width": 900, "height": 700})
+        page = watched.page
+        page.goto(f"{base}channels/bugs/")
+        wrap = page.locator(".table-wrap.more-right").first
+        wrap.wait_for(timeout=10_000)
+        cues[scheme] = wrap.evaluate("w => getComputedStyle(w).boxShadow")
+        watched.close()
+    assert "rgba(0, 0, 0" in cues["light"] and "rgba(255, 255, 255" in cues["dark"], cues
+    watched = Watched(browser, viewport={"width": 390, "height": 844})
+    page = watched.page
+    page.goto(f"{base}notes/{fx.notes['Links to other records']}/")
+    pre = page.locator(".prose pre.hl")
+    button = pre.locator("button.copy").bounding_box()
+    first_line = pre.locator("code").evaluate(
+        "c => { const r = document.createRange(); r.setStart(c, 0); r.setEnd(c, 1);"
+        " const b = r.getClientRects()[0]; return {y: b.y, height: b.height}; }"
+    )
+    assert button is not None and button["y"] + button["height"] <= first_line["y"] + 1, (button, first_line)
+    assert watched.errors == []
+    watched.close()
+
+
 def test_opened_from_disk_links_open_pages_and_a_notice_says_to_serve(site: tuple[Fixture, str], tab: Watched) -> None:
     fx, _ = site
     out = fx.store.root.parent / "_site"
