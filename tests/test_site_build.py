@@ -341,6 +341,27 @@ def test_a_files_page_is_headed_by_the_repository_path_it_is_for(built: Path) ->
         assert heading.group(1) == title.group(1) and not heading.group(1).startswith("files/"), page
 
 
+def test_search_indexes_no_list_of_facts(built: Path) -> None:
+    """A session's and an import's facts were inside what Pagefind indexes: excerpts read "Ended
+    2026-03-04 17:35Workspace id ws_order_worker_main Id sess_…", words run together."""
+    pages = [
+        p
+        for folder in ("sessions", "imports", "notes", "handoffs", "channels")
+        for p in (built / folder).rglob("index.html")
+    ]
+    checked = 0
+    for page in pages:
+        text = page.read_text()
+        start = text.find("data-pagefind-body")
+        if start < 0:
+            continue
+        body = text[start : text.index("</article>", start)]
+        facts = re.findall(r"<dl class=\"facts[^\"]*\"[^>]*>", body)
+        assert all("data-pagefind-ignore" in tag for tag in facts), (page, facts)
+        checked += len(facts)
+    assert checked > 0
+
+
 # ------------------------------------------------------------------ what pages show
 
 
