@@ -130,3 +130,24 @@ def test_after_a_branch_switch_the_site_shows_only_the_events_the_files_hold(tmp
     build_site(repo.store(), fresh, search=False)
     assert site_files(out) == site_files(fresh)
     assert "Triaged" not in " ".join(rows(out / "channels" / "bugs" / bug / "index.html"))
+
+
+def test_history_says_times_and_names_fields_as_the_rest_of_the_page_does(tmp_path: Path) -> None:
+    """A session's history read "ended at: — → 2026-02-16T10:20:00.000Z": lower case, ISO form."""
+    from codexmem.errors import Warnings
+    from codexmem.memory.lifecycle import end_session
+
+    repo = new_repo(tmp_path / "shop")
+    _, session = repo.session()
+    end_session(repo.store(), repo.now(), Warnings(), session_id=session, status="ended")
+    out = tmp_path / "site"
+    build_site(repo.store(), out, search=False)
+    page = (out / "sessions" / session / "index.html").read_text()
+    changes = page.split('<section class="history"', 1)[1]
+    assert re.search(
+        r'<span class="field">Ended at</span>: <span class="old">[^<]*</span> → '
+        r'<span class="new">\d{4}-\d{2}-\d{2} \d{2}:\d{2}</span>',
+        changes,
+    ), changes[:2000]
+    assert '<span class="field">Status</span>' in changes and '<span class="field">status' not in changes
+    assert not re.search(r'<span class="(?:old|new)">\d{4}-\d{2}-\d{2}T', changes)

@@ -5,10 +5,12 @@ Each returns plain data holding only what a page shows of the records it links t
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from codexmem.records.schema_diff import change_line, schema_changes
 from codexmem.render.site.data import Rec, SiteData, file_slug, url_of
+from codexmem.render.site.templating import format_dt
 from codexmem.render.textdiff import plain_value
 
 
@@ -119,10 +121,21 @@ def history(data: SiteData, rid: str, fields: list[Rec] | None = None, *, schema
 
 def _change_view(change: Rec, f: Rec | None) -> Rec:
     shown = shown_options(f, change.get("old"), change.get("new")) if f else None
-    view = {**change, "label": f["label"] if f else change["key"].replace("_", " "), "f": shown}
+    label = f["label"] if f else change["key"].replace("_", " ").capitalize()  # "Ended at", as items' labels read
+    view = {**change, "label": label, "f": shown}
     if change["kind"] in ("value", "unknown") and f is None:
-        view["old"], view["new"] = plain_value(change["old"]), plain_value(change["new"])
+        view["old"], view["new"] = _plain(change.get("old")), _plain(change.get("new"))
     return view
+
+
+_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z")
+
+
+def _plain(value: Any) -> str:
+    """A record's value as the page shows it elsewhere: a time as ``2026-03-13 10:52``, not its ISO form."""
+    if isinstance(value, str) and _TIMESTAMP.fullmatch(value):
+        return format_dt(value)
+    return plain_value(value)
 
 
 def _schema_view(change: Rec) -> Rec:
