@@ -74,3 +74,15 @@ async def test_every_schema_forbids_unknown_arguments(tmp_path: Path) -> None:
         assert isinstance(schema, dict)
         assert schema.get("type") == "object"
         assert schema.get("additionalProperties") is False, tool["name"]
+
+
+def test_the_readmes_codex_entry_names_every_tool_that_needs_approval() -> None:
+    """The comment named "save_note, save_handoff, edit_record_item ..." while memory_bootstrap_session,
+    the tool the agent is told to call first, also needs the approval setting in `codex exec`."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text("utf-8")
+    entry = readme.split("[mcp_servers.codexmem]", 1)[1].split("```", 1)[0]
+    listing = json.loads(Path(TOOLS_LIST).read_text("utf-8"))
+    tools = listing["tools"] if isinstance(listing, dict) else listing
+    writing = sorted(t["name"] for t in tools if not (t.get("annotations") or {}).get("readOnlyHint"))
+    named = sorted(set(re.findall(r"\b((?:memory|edit|list|read|poll)_[a-z_]+)\b", entry)))
+    assert named == writing and f"{len(writing)} of the {len(tools)} tools write" in " ".join(entry.split())
