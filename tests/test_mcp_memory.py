@@ -143,6 +143,28 @@ async def test_without_a_store_every_tool_names_codexmem_init_then_an_empty_stor
     }
 
 
+async def test_a_store_path_given_to_the_server_that_holds_none_is_explained_as_the_cli_does(
+    store_path: Path, web: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Codex's config naming the repository, or a typo: the server answered "run `codexmem init
+    --store <that path>`", which would make a second store, and never said where the path came from."""
+    typo = store_path.parent / ".codexmen"
+    cases = {
+        "repository": (web, "", "(given by --store) is a git repository, not a store"),
+        "typo": (typo, "", "(given by --store): the folder does not exist"),
+        "environment": (typo, str(typo), "(from $CODEXMEM_STORE): the folder does not exist; set CODEXMEM_STORE"),
+    }
+    for name, (path, env, says) in cases.items():
+        if env:
+            monkeypatch.setenv("CODEXMEM_STORE", env)
+        else:
+            monkeypatch.delenv("CODEXMEM_STORE", raising=False)
+        async with mcp_client(path) as client:
+            answer = await call(client, "memory_bootstrap_session", cwd=str(web))
+        assert answer["error"]["code"] == "ERR_STORAGE_UNAVAILABLE", answer
+        assert says in answer["error"]["message"], (name, answer["error"]["message"])
+
+
 # ------------------------------------------------------------------ continuity
 
 

@@ -81,6 +81,9 @@ class ServerState:
                 from codexmem.store.store import Store
 
                 if not (self.store_path / CONFIG_FILE).exists():
+                    _explain_given_path(
+                        self.store_path
+                    )  # a path from --store or the environment: said as the CLI says it
                     raise CodexmemError(
                         "ERR_STORAGE_UNAVAILABLE",
                         f"no codexmem store at {self.store_path}: run `codexmem init` in the repository "
@@ -186,3 +189,17 @@ def _scan_loop(ref: weakref.ReferenceType[ServerState], wake: threading.Event, s
         except Exception:  # never let a scan kill the thread; the next one tries again
             log.warning("background scan failed", exc_info=True)
         del state
+
+
+def _explain_given_path(path: Path) -> None:
+    """Raise the CLI's explanation for a store path a person gave (``--store``, ``$CODEXMEM_STORE``)
+    that holds no store: a typo in Codex's config was answered "run codexmem init --store <typo>",
+    which would make a second store. The default path (``.codexmem`` at the git root) is left to
+    the caller, whose fix is ``codexmem init``."""
+    from codexmem.store.locate import ENV_VAR, STORE_DIRNAME, Located, require_store
+
+    env = os.environ.get(ENV_VAR)
+    if env and Path(os.path.abspath(env)) == path:
+        require_store(Located(path, "env"))
+    elif path.name != STORE_DIRNAME:
+        require_store(Located(path, "option"))

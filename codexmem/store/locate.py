@@ -74,7 +74,10 @@ def require_store(found: Located) -> Path:
         if not found.given:
             problem = f"this repository has no store yet ({path} does not exist): run `codexmem init` to create it"
         else:
-            problem = f"no store at {found.named()}: the folder does not exist; {fix}"
+            problem = (
+                f"no store at {found.named()}: the folder does not exist; {fix}, or make one there with "
+                f"`codexmem init --store {path}`"
+            )
     elif not is_dir:
         problem = f"{found.named()} is a file, not a store folder; {fix}"
     elif (path / STORE_DIRNAME / CONFIG_FILE).is_file():
