@@ -823,3 +823,17 @@ async def test_resolve_run_beside_a_serving_server_rolls_back_no_confirmed_edit(
     assert said == [], "resolve found no hand edit: every change was the server's, with its event"
     assert (final["version"], final["values"]["title"]) == (version, "edit 119")
     assert run_cli("check", "--store", str(path)).returncode == 0
+
+
+async def test_a_page_of_items_says_which_of_its_channels_files_it_left_out(tmp_path: Path) -> None:
+    """An item left with conflict markers was missing from list_record_items without a word
+    (has_more false, no warning), while read_record_item explained it."""
+    path, ids = bugs_store(tmp_path / "s", 2)
+    item_file = path / "channels/bugs/items" / f"{ids[0]}.yaml"
+    text = item_file.read_text()
+    item_file.write_text("<<<<<<< ours\n" + text + "=======\n" + text + ">>>>>>> theirs\n")
+    async with mcp_client(path) as client:
+        page = await call(client, "list_record_items", record_channel_id="bugs")
+    assert [i["id"] for i in page["data"]["items"]] == [ids[1]]
+    [warning] = [w for w in page["warnings"] if w["code"] == "WARN_UNREADABLE_FILES"]
+    assert f"channels/bugs/items/{ids[0]}.yaml" in warning["message"] and "`codexmem check`" in warning["message"]

@@ -203,9 +203,10 @@ def bootstrap_session(
     return data
 
 
-def warn_unreadable(index: Index, warnings: Warnings) -> None:
-    """What ``codexmem check`` would report as unreadable is left out of every answer: say so."""
-    bad = index.bad_files()
+def warn_unreadable(index: Index, warnings: Warnings, *, under: str = "") -> None:
+    """What ``codexmem check`` would report as unreadable is left out of every answer: say so
+    (``under``: only the files below that folder of the store, such as one channel's)."""
+    bad = [b for b in index.bad_files() if b.path.startswith(under)]
     if bad:
         shown = ", ".join(b.path for b in bad[:UNREADABLE_SHOWN])
         more = f" and {len(bad) - UNREADABLE_SHOWN} more" if len(bad) > UNREADABLE_SHOWN else ""

@@ -52,7 +52,10 @@ def items_page(
     store: Store, channel_id: str, *, before_id: str | None, limit: int, now: datetime, warnings: Warnings
 ) -> dict[str, Any]:
     """``list_record_items``: the schema and a page of previews; ``next_before_id`` continues it."""
+    from codexmem.memory.retrieval import warn_unreadable
+
     page = service.list_items(store, channel_id, before_id=before_id, limit=limit, now=now)
+    warn_unreadable(store.index, warnings, under=f"channels/{channel_id}/")  # an item with conflict markers, say
     schema = fitted_schema(page.schema.to_public(), warnings)
 
     def render(kept: list[dict[str, Any]]) -> dict[str, Any]:
