@@ -261,3 +261,23 @@ def test_a_retry_after_a_reset_took_the_edit_away_writes_it_again(repo: Repo) ->
     assert repo.values(bug)["title"] == "After" and repo.version(bug) == 2
     assert edit().replayed
     assert errors(repo.check()) == []
+
+
+def test_an_edit_of_a_record_git_has_not_settled_is_refused(repo: Repo) -> None:
+    """An agent's edit during a stopped merge (deleted on main, changed on the branch) settled the
+    conflict for the person: its event followed both sides and `check` turned clean, the deletion
+    dropped by someone never told of it."""
+    bug, other = repo.item(title="Settled by whom?"), repo.item(title="Not in the conflict")
+    repo.commit("two bugs")
+    repo.branch("feature")
+    repo.edit(bug, owner="aiko")
+    repo.commit("owner")
+    repo.checkout("main")
+    service.delete_item(repo.store(), "bugs", bug, actor="cli", now=repo.now())
+    repo.commit("gone")
+    assert repo.merge("feature") == [repo.item_path(bug).relative_to(repo.path).as_posix()]
+    with pytest.raises(CodexmemError) as refused:
+        repo.edit(bug, title="Edited mid-merge")
+    assert refused.value.code == "ERR_INVALID_STATE" and "is in a merge git has not settled" in refused.value.message
+    repo.edit(other, owner="mika")  # a record outside the conflict is written as ever
+    assert any("was deleted by" in e for e in errors(repo.check()))

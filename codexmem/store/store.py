@@ -143,6 +143,7 @@ class Transaction:
         self._answers: list[tuple[str, dict[str, Any]]] = []
         self._read: dict[tuple[str, str, str | None], dict[str, Any] | None] = {}
         self._heads: dict[tuple[str, str], list[str]] = {}
+        self._unsettled: frozenset[str] | None = None
         self.redacted: list[str] = []
         """Field paths whose credentials were redacted (store config ``privacy.secrets: redact``)."""
 
@@ -256,6 +257,17 @@ class Transaction:
         version: int | None = None,
         values: dict[str, Any] | None = None,
     ) -> None:
+        if self._unsettled is None:
+            self._unsettled = self.store.unsettled()
+        rel = self.store.layout.path(kind, rid, channel).relative_to(self.store.root).as_posix()
+        if rel in self._unsettled:
+            # An edit now would settle git's conflict (a deletion on one branch, a change on the
+            # other) without the person ever seeing it: `check` says how, `resolve` records it.
+            raise CodexmemError(
+                "ERR_INVALID_STATE",
+                f"{rel} is in a merge git has not settled (a conflict on this record): settle it as "
+                "`codexmem check` says, run `codexmem resolve`, then edit",
+            )
         raw = self.store.serialize(kind, data, self) if data is not None else b""
         new_version = int(data["version"]) if data is not None else int(version or 1)
         event = self.store.make_event(
@@ -465,6 +477,24 @@ class Store:
         if not isinstance(self._git_dir, Path):
             return None
         return work_branch(self._git_dir)
+
+    def unsettled(self) -> frozenset[str]:
+        """The store's record files git lists as unmerged (paths from the store's folder), while a
+        merge, cherry-pick, revert or rebase is stopped on a conflict; empty otherwise (a few stats)."""
+        if self._git_dir == AUTO:
+            self._git_dir = discover_repository(self.root).git_dir
+        git_dir = self._git_dir
+        if not isinstance(git_dir, Path) or not any(
+            (git_dir / name).exists()
+            for name in ("MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge", "rebase-apply")
+        ):
+            return frozenset()
+        from codexmem.store.gitsetup import unmerged_records
+
+        root = Path(discover_repository(self.root).root).resolve()
+        return frozenset(
+            os.path.relpath(root / rel, self.root.resolve()).replace(os.sep, "/") for rel in unmerged_records(self.root)
+        )
 
     def shard(self, at: str) -> str:
         """The events file a write at ``at`` appends to: this writer's, of that month and branch."""
