@@ -274,7 +274,7 @@ def install(
             texts.append(_read_existing(file))
         except OSError as exc:
             raise CodexmemError("ERR_AGENTS_WRITE_DENIED", f"cannot read {file}: {exc.strerror}") from None
-        if mode != "safe":
+        if mode == "append":  # overwrite replaces the whole file, as asked; safe leaves it alone
             refuse_stray_markers(file, texts[-1])
     for plan, file, existing in zip(plans, files, texts, strict=True):
         linked = {} if file == plan.path else {"file": str(file)}
