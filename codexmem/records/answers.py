@@ -266,6 +266,9 @@ def fit_item(envelope_of: Callable[[dict[str, Any]], dict[str, Any]], item: dict
     for key in texts:
         whole = values[key]
         cut.append(key)
+        values[key] = "…"
+        if not fits():
+            continue  # nothing of it fits beside the rest: on to the next text, no search
         low, high = 0, len(whole) - 1  # the most characters kept that fit, if any
         while low < high:
             middle = (low + high + 1) // 2
