@@ -599,7 +599,7 @@ def test_the_scroll_cue_shows_in_dark_and_a_phones_copy_button_covers_no_code(
     site: tuple[Fixture, str], browser: Any
 ) -> None:
     """The cue of hidden columns was a black shadow, invisible on the dark page; on a phone the copy
-    button sat over the first line of code."""
+    button sat over the first line of code, and a tags card showed a bare count."""
     fx, base = site
     cues = {}
     for scheme in ("light", "dark"):
@@ -621,6 +621,11 @@ def test_the_scroll_cue_shows_in_dark_and_a_phones_copy_button_covers_no_code(
         " const b = r.getClientRects()[0]; return {y: b.y, height: b.height}; }"
     )
     assert button is not None and button["y"] + button["height"] <= first_line["y"] + 1, (button, first_line)
+    # A card of the tags list said "#api" then a bare "28": its count now carries its label.
+    page.goto(f"{base}tags/")
+    count = page.locator("td.c-count").first
+    count.wait_for(timeout=10_000)
+    assert count.evaluate("td => getComputedStyle(td, '::before').content") == '"Notes: "'
     assert watched.errors == []
     watched.close()
 
