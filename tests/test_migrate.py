@@ -99,7 +99,7 @@ def test_history_before_migration_comes_from_git_in_one_pass(tmp_path: Path) -> 
     assert "Status : Triaged → Fixed" in item.replace("  ", " ")
     assert "Points : — → 3" in item.replace("  ", " ")
     note = history_text(site / "notes" / NOTE_ID / "index.html")
-    assert "status : active → resolved" in note.replace("  ", " ")
+    assert "Status : active → resolved" in note.replace("  ", " ")
     assert "not recorded" not in item + note
 
 
