@@ -304,7 +304,8 @@ def discover_repository(cwd: str | Path) -> RepoInfo:
         git_dir=found.git_dir,
         common_dir=common,
         remote=urls[0] if urls else "",
-        branch=read_branch(found.git_dir),
+        # During a rebase HEAD is detached: the branch being rebased is the one worked on.
+        branch=read_branch(found.git_dir) or rebased_branch(found.git_dir),
         other_remotes=tuple(urls[1:]),
     )
 

@@ -364,7 +364,9 @@ def test_a_rebase_is_named_by_the_branch_it_replays(tmp_path: Path, backend: str
     done = subprocess.run(["git", "rebase", backend, "main"], cwd=work, env=_GIT_ENV, capture_output=True, check=False)
     assert done.returncode != 0  # stopped on the conflict
     info = discover_repository(work)
-    assert info.git_dir is not None and info.branch == ""  # detached
+    # HEAD is detached; the branch a session started now is on is the one being rebased (it
+    # recorded none, "branch_name": "", before)
+    assert info.git_dir is not None and info.branch == "feat/Payment_enum"
     assert gitrepo.work_branch(info.git_dir) == "feat/Payment_enum"
     if in_worktree:  # the main work tree is not rebasing
         assert gitrepo.work_branch(repo / ".git") == "main"
