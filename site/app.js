@@ -58,6 +58,9 @@
     var self = this;
     Object.keys(this.params).forEach(function (name) {
       var value = query.get(self.param(name)) || "";
+      var control = self.params[name];
+      /* A value no option has (a stale or mistyped link) filters nothing, as its control shows "All". */
+      if (value && control.tagName === "SELECT" && !control.querySelector('option[value="' + CSS.escape(value) + '"]')) value = "";
       if (name === "q") state.q = value;
       else if (value) state.filters[name] = value;
     });
@@ -234,6 +237,9 @@
     }
     var pages = Math.max(1, Math.ceil(shown.length / this.pageRows));
     var page = Math.min(state.page, pages);
+    if (page !== state.page) { /* a page past the end (a shared link, fewer rows now): the URL says the one shown */
+      this.writeState({ filters: state.filters, q: state.q, sort: state.sort, desc: state.desc, page: page }, false);
+    }
     var start = (page - 1) * this.pageRows;
     var slice = shown.slice(start, start + this.pageRows);
     this.tbody.innerHTML = slice.map(function (r) { return r.html; }).join("");

@@ -354,6 +354,25 @@ def test_a_long_channel_pages_and_sorts_across_every_page(site: tuple[Fixture, s
     assert tab.errors == []
 
 
+def test_a_link_to_a_filter_value_or_page_that_is_not_there_shows_what_it_says(
+    site: tuple[Fixture, str], tab: Watched
+) -> None:
+    """`?status=bogus` showed the Status filter on "All" but no row ("No items match"); `page=3` of a
+    filter with one page showed that page and kept `page=3` in the address."""
+    _, base = site
+    page = tab.page
+    page.goto(f"{base}channels/big/?status=bogus")
+    _settled(page)
+    assert page.locator("select[name=status]").input_value() == ""
+    assert page.locator("[data-count]").inner_text() == f"Showing 1–{PAGE_ROWS} of {BIG} items."
+    page.goto(f"{base}channels/big/?status=fixed&page=3")
+    _settled(page)
+    fixed = len([n for n in range(BIG) if n % 3 == 2])
+    assert page.locator("[data-count]").inner_text() == f"{fixed} items (filtered from {BIG})."
+    assert page.url.endswith("?status=fixed"), page.url
+    assert tab.errors == []
+
+
 def test_chip_background_is_the_option_colour(site: tuple[Fixture, str], tab: Watched) -> None:
     _, base = site
     page = tab.page
