@@ -48,6 +48,7 @@
     this.prefix = document.querySelectorAll("[data-table]").length > 1 ? this.id + "." : "";
     this.setupHeaders();
     this.setupTools();
+    this.setupPhoneSort();
   }
 
   Table.prototype.param = function (name) { return this.prefix + name; };
@@ -108,6 +109,7 @@
       if (state.sort === col) th.setAttribute("aria-sort", state.desc ? "descending" : "ascending");
       else th.removeAttribute("aria-sort");
     });
+    if (this.phoneSort) this.phoneSort.value = state.sort === null ? "" : state.sort + (state.desc ? "-" : "+");
   };
 
   Table.prototype.setupHeaders = function () {
@@ -126,6 +128,39 @@
         self.go(state, false);
       });
     });
+  };
+
+  /* On a phone the rows are cards and the header, with its sort buttons, is hidden: a select sorts. */
+  Table.prototype.setupPhoneSort = function () {
+    var self = this;
+    var options = [["", "Default order"]];
+    each(this.headers, function (th, col) {
+      if (!th.hasAttribute("data-col")) return;
+      var name = th.textContent.replace(/[↕↑↓]/g, "").trim();
+      options.push([col + "+", name + " ↑"], [col + "-", name + " ↓"]);
+    });
+    if (options.length < 2) return;
+    var label = document.createElement("label");
+    label.className = "phone-sort";
+    label.appendChild(document.createTextNode("Sort "));
+    var select = document.createElement("select");
+    select.setAttribute("data-phone-sort", "");
+    options.forEach(function (o) {
+      var option = document.createElement("option");
+      option.value = o[0];
+      option.textContent = o[1];
+      select.appendChild(option);
+    });
+    label.appendChild(select);
+    select.addEventListener("change", function () {
+      var state = self.readState();
+      state.sort = select.value ? parseInt(select.value, 10) : null;
+      state.desc = select.value.slice(-1) === "-";
+      state.page = 1;
+      self.go(state, false);
+    });
+    this.count.parentNode.insertBefore(label, this.count);
+    this.phoneSort = select;
   };
 
   Table.prototype.setupTools = function () {

@@ -373,6 +373,33 @@ def test_a_link_to_a_filter_value_or_page_that_is_not_there_shows_what_it_says(
     assert tab.errors == []
 
 
+def test_a_phone_sorts_a_list_with_its_own_control(site: tuple[Fixture, str], browser: Any) -> None:
+    """The cards hide the header, and with it every sort button: a phone could not sort at all."""
+    _, base = site
+    watched = Watched(browser, viewport={"width": 390, "height": 844})
+    page = watched.page
+    page.goto(f"{base}channels/big/")
+    assert page.locator("#items thead").is_hidden()
+    control = page.locator("[data-phone-sort]")
+    assert control.is_visible()
+    control.select_option(label="Points ↓")
+    _settled(page)
+    assert page.url.endswith("?sort=-points"), page.url
+    points = page.eval_on_selector_all(
+        "#items tbody tr", "rows => rows.map(r => r.querySelector('[data-label=Points]').innerText.replace(/\\D/g, ''))"
+    )
+    assert [int(p) for p in points] == sorted(((n * 7) % 14 for n in range(BIG)), reverse=True)[:PAGE_ROWS]
+    page.goto(f"{base}channels/big/?sort=title")
+    _settled(page)
+    assert control.input_value().endswith("+") and "Title" in control.locator("option:checked").inner_text()
+    desktop = Watched(browser, viewport={"width": 1280, "height": 800})
+    desktop.page.goto(f"{base}channels/big/")
+    assert desktop.page.locator("[data-phone-sort]").is_hidden(), "the header sorts on a desktop"
+    assert watched.errors == [] and desktop.errors == []
+    watched.close()
+    desktop.close()
+
+
 def test_chip_background_is_the_option_colour(site: tuple[Fixture, str], tab: Watched) -> None:
     _, base = site
     page = tab.page
