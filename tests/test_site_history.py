@@ -151,3 +151,19 @@ def test_history_says_times_and_names_fields_as_the_rest_of_the_page_does(tmp_pa
     ), changes[:2000]
     assert '<span class="field">Status</span>' in changes and '<span class="field">status' not in changes
     assert not re.search(r'<span class="(?:old|new)">\d{4}-\d{2}-\d{2}T', changes)
+
+
+def test_activity_says_who_stood_behind_each_change(tmp_path: Path) -> None:
+    """Activity's "Who" said "cli" for an item's change, dropping the person its history names, and a
+    session's title cut short carried no way to read it whole."""
+    repo = new_repo(tmp_path / "shop")
+    bug = repo.item(title="Who changed it?")
+    repo.edit(bug, owner="aiko")
+    out = tmp_path / "site"
+    build_site(repo.store(), out, search=False)
+    activity = (out / "activity" / "index.html").read_text()
+    rows = [r for r in activity.split("<tr>") if "Who changed it?" in r]
+    assert rows and all(
+        '<span class="actor actor-other" title="cli">cli</span> <span class="author">(Alice Smith)</span>' in r
+        for r in rows
+    ), rows[:1]

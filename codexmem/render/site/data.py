@@ -212,6 +212,7 @@ def _plain_event(event: Rec) -> Rec:
         "type": event["type"],
         "version": event["version"],
         "changed": list(event.get("changed") or []),
+        "author": event.get("author") or "",
     }
 
 

@@ -80,6 +80,7 @@ def event_row(data: SiteData, event: Rec) -> Rec:
         "id": event["event_id"],
         "at": event["at"],
         "actor": actor(data, event["actor"]),
+        "author": event.get("author") or "",  # the person behind "cli" or a session, as history shows
         "kind": event["kind"],
         "type": event["type"],
         "version": event["version"],
