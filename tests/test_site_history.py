@@ -167,3 +167,21 @@ def test_activity_says_who_stood_behind_each_change(tmp_path: Path) -> None:
         '<span class="actor actor-other" title="cli">cli</span> <span class="author">(Alice Smith)</span>' in r
         for r in rows
     ), rows[:1]
+
+
+def test_an_id_in_a_history_value_links_to_its_record(tmp_path: Path) -> None:
+    """A note's history read "superseded by: — → note_01KK…", an id to copy by hand, though the
+    banner above linked the same note."""
+    repo = new_repo(tmp_path / "shop")
+    scope, session = repo.session()
+    old = repo.note(scope, session, "Retry twice")
+    new = repo.note(scope, session, "Retry with backoff")
+    repo.status("note", old, "superseded", superseded_by=new)
+    out = tmp_path / "site"
+    build_site(repo.store(), out, search=False)
+    history = (out / "notes" / old / "index.html").read_text().split('<section class="history"', 1)[1]
+    assert re.search(
+        rf'<span class="field">Superseded by</span>: <span class="old">[^<]*</span> → <span class="new">'
+        rf'<a href="\.\./\.\./notes/{new}/">Retry with backoff</a></span>',
+        history,
+    ), history[:1500]

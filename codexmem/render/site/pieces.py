@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from codexmem.records.schema_diff import change_line, schema_changes
+from codexmem.render.markdown import RECORD_ID_RE
 from codexmem.render.site.data import Rec, SiteData, file_slug, url_of
 from codexmem.render.site.templating import format_dt
 from codexmem.render.textdiff import plain_value
@@ -112,7 +113,10 @@ def history(data: SiteData, rid: str, fields: list[Rec] | None = None, *, schema
             "type": e["type"],
             "version": e["version"],
             "parallel": e["parallel"],
-            "changes": [_schema_view(c) if schema else _change_view(c, spec.get(c["key"])) for c in e["changes"]],
+            "changes": [
+                _schema_view(c) if schema else _linked_ids(data, _change_view(c, spec.get(c["key"])))
+                for c in e["changes"]
+            ],
             "snapshot": e["snapshot"],
         }
         for e in data.history.get(rid, [])
@@ -126,6 +130,16 @@ def _change_view(change: Rec, f: Rec | None) -> Rec:
     view = {**change, "label": label, "f": shown}
     if change["kind"] in ("value", "unknown") and f is None:
         view["old"], view["new"] = _plain(change.get("old")), _plain(change.get("new"))
+    return view
+
+
+def _linked_ids(data: SiteData, view: Rec) -> Rec:
+    """A value that is a record's id (a note's ``superseded_by``) links to that record, as the page's
+    own banner does; ``old_ref`` and ``new_ref`` carry the links."""
+    for side in ("old", "new"):
+        value = view.get(side)
+        is_id = view.get("f") is None and isinstance(value, str) and RECORD_ID_RE.fullmatch(value)
+        view[f"{side}_ref"] = data.ref(str(value)) if is_id else None
     return view
 
 
