@@ -329,3 +329,22 @@ def test_values_are_generated_deterministically() -> None:
     import random
 
     assert bug_values(random.Random(4), 7) == bug_values(random.Random(4), 7)
+
+
+def test_a_reindex_beside_a_running_process_expires_its_cursors_as_it_would_after_a_restart(tmp_path: Path) -> None:
+    """`codexmem reindex` replaced the index file while a server ran: the server went on answering
+    from the old, deleted file, and a cursor from before the reindex never expired there."""
+    path, _ = bugs_store(tmp_path / "s", 2)
+    store = Store(path)  # the running server's
+    cursor = service.poll_events(store, since=0, channel_id=None, limit=100).events[-1]["seq"]
+    epoch = store.index.epoch
+    done = subprocess.run(
+        [sys.executable, "-m", "codexmem", "reindex", "--store", str(path)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    store.fresh_index()  # the check the server makes before each call
+    with pytest.raises(CodexmemError) as expired:
+        service.poll_events(store, since=cursor, channel_id=None, limit=100)
+    assert _error(expired).code == "ERR_CURSOR_EXPIRED" and store.index.epoch != epoch
+    fresh = service.poll_events(store, since=_error(expired).extra["next_since"], channel_id=None, limit=100)
+    assert fresh.events == []

@@ -75,6 +75,7 @@ class IndexConnection:
         self.path: Path | None = None if in_memory else layout.cache / "index.sqlite"
         self.seed = seed
         """An index in memory starts from a copy of the index file, if one is usable (never on a rebuild)."""
+        self._inode: int | None = None
         self._mutex = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         self.epoch = 0
@@ -122,6 +123,19 @@ class IndexConnection:
         except (sqlite3.DatabaseError, IndexCorrupt, TypeError, ValueError):
             self._discard_file()
             self._conn = self._create(str(self.path))
+        with contextlib.suppress(OSError):
+            self._inode = os.stat(self.path).st_ino
+
+    def replaced(self) -> bool:
+        """Whether another process put a new index file where the one open here was (`codexmem
+        reindex` beside a running server): the server then answered from the old, deleted file,
+        its poll cursors never expiring as the README says they do after a reindex."""
+        if self.path is None or self._conn is None or self._inode is None:
+            return False
+        try:
+            return os.stat(self.path).st_ino != self._inode
+        except OSError:  # being rebuilt: the file open here serves until the new one is in place
+            return False
 
     def _copied(self) -> sqlite3.Connection | None:
         """An index in memory that starts as a copy of the store's own index file, if it has a usable one.

@@ -144,6 +144,8 @@ class Freshness(Ingestion):
         process wrote (and indexed) costs nothing here.
         """
         with self._mutex:
+            if self.replaced():
+                self.close()  # the next use opens the new file (its epoch: older cursors expire)
             return self.current_state() != self._stored_state(self.conn)
 
     def refresh(self, *, full: bool = False, plan: FullScanPlan | None = None) -> ScanReport:
