@@ -128,10 +128,16 @@ def unmerged_records(store_root: Path) -> list[str]:
         _, tab, name = entry.partition(b"\t")
         if tab:
             paths.add(name.decode("utf-8", "surrogateescape"))
+    prefix = store_prefix(store_root)
+    return sorted(p for p in paths if p.startswith(prefix) and identify_relpath(p[len(prefix) :]) is not None)
+
+
+def store_prefix(store_root: Path) -> str:
+    """The store's folder as the start of a path from the repository's root (``""`` at the root,
+    ``.codexmem/`` by default): how git names the store's files."""
     root = discover_repository(store_root).root
     store_rel = os.path.relpath(store_root.resolve(), Path(root).resolve()).replace(os.sep, "/")
-    prefix = "" if store_rel == "." else store_rel + "/"
-    return sorted(p for p in paths if p.startswith(prefix) and identify_relpath(p[len(prefix) :]) is not None)
+    return "" if store_rel == "." else store_rel + "/"
 
 
 def events_left_out(store_root: Path) -> list[str]:
@@ -145,9 +151,7 @@ def events_left_out(store_root: Path) -> list[str]:
     if not out or not committed or not committed.strip().isdigit():
         return []
     entries = [e.decode("utf-8", "surrogateescape") for e in out.split(b"\0") if e]
-    root = discover_repository(store_root).root
-    prefix = os.path.relpath(store_root.resolve(), Path(root).resolve()).replace(os.sep, "/")
-    prefix = "" if prefix == "." else prefix + "/"
+    prefix = store_prefix(store_root)
     left: list[str] = []
     for entry in entries:
         state, path = entry[:2], entry[3:]

@@ -49,8 +49,8 @@ STORE_GIT_FILES: dict[str, GitLines] = {
 STORE_GITIGNORE = STORE_GIT_FILES[GITIGNORE].text()
 STORE_GITATTRIBUTES = STORE_GIT_FILES[GITATTRIBUTES].text()
 SITE_IGNORE = GitLines(("/_site/",))
-"""The root .gitignore's rule for the site built beside a store at the repository's root."""
-"""Added to the work tree's root .gitignore: the rendered site is never committed."""
+"""Added to the work tree's root .gitignore for a store at its root: the rendered site is never
+committed (a store elsewhere gets the rule of its own ``_site``: :func:`_ignore_site`)."""
 UNIGNORE_COMMENT = "# codexmem: the store is committed, whatever else is ignored"
 """Above the lines that un-ignore the store, when a rule ignored its files (see :func:`unignore`)."""
 

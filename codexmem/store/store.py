@@ -472,29 +472,28 @@ class Store:
         that checkout (``detached-<commit>-<checkout>``): see :func:`codexmem.gitrepo.work_branch`."""
         if self._branch != AUTO:
             return self._branch
+        git_dir = self._git_folder()
+        return work_branch(git_dir) if git_dir is not None else None
+
+    def _git_folder(self) -> Path | None:
+        """The git dir of the work tree holding the store (looked up once), or None outside git."""
         if self._git_dir == AUTO:
             self._git_dir = discover_repository(self.root).git_dir
-        if not isinstance(self._git_dir, Path):
-            return None
-        return work_branch(self._git_dir)
+        return self._git_dir if isinstance(self._git_dir, Path) else None
 
     def unsettled(self) -> frozenset[str]:
         """The store's record files git lists as unmerged (paths from the store's folder), while a
         merge, cherry-pick, revert or rebase is stopped on a conflict; empty otherwise (a few stats)."""
-        if self._git_dir == AUTO:
-            self._git_dir = discover_repository(self.root).git_dir
-        git_dir = self._git_dir
-        if not isinstance(git_dir, Path) or not any(
+        git_dir = self._git_folder()
+        if git_dir is None or not any(
             (git_dir / name).exists()
             for name in ("MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "rebase-merge", "rebase-apply")
         ):
             return frozenset()
-        from codexmem.store.gitsetup import unmerged_records
+        from codexmem.store.gitsetup import store_prefix, unmerged_records
 
-        root = Path(discover_repository(self.root).root).resolve()
-        return frozenset(
-            os.path.relpath(root / rel, self.root.resolve()).replace(os.sep, "/") for rel in unmerged_records(self.root)
-        )
+        prefix = store_prefix(self.root)
+        return frozenset(rel[len(prefix) :] for rel in unmerged_records(self.root))
 
     def shard(self, at: str) -> str:
         """The events file a write at ``at`` appends to: this writer's, of that month and branch."""
