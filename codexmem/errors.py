@@ -17,6 +17,9 @@ CONTROL_CHARACTER = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 """Control characters but tab and line breaks, refused in every text a caller sends: written raw into
 a record file, an escape sequence (``ESC [31m``) would be run by the terminal of whoever reads it
 with ``cat`` or ``git diff``."""
+NOT_ONE_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+"""What a one-line text (a name, a reason) must not hold: any control character, line breaks and
+Unicode's line and paragraph separators included."""
 
 ErrorCode = Literal[
     "ERR_INVALID_INPUT",

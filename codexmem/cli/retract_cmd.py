@@ -26,7 +26,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from codexmem.cli.common import open_store
-    from codexmem.errors import CONTROL_CHARACTER, CodexmemError, Warnings, invalid_input
+    from codexmem.errors import NOT_ONE_LINE, CodexmemError, Warnings, invalid_input
     from codexmem.memory.lifecycle import set_status
     from codexmem.models.records import MAX_SHORT
     from codexmem.store.ids import check_record_id
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         raise invalid_input(
             "--reason", f"must be at most {MAX_SHORT} characters (it is shown in check's lines), got {len(reason)}"
         )
-    if "\n" in reason or "\r" in reason or CONTROL_CHARACTER.search(reason):
+    if NOT_ONE_LINE.search(reason):
         raise invalid_input("--reason", "must be one line of text, without control characters")
     current = store.fresh_index().get(kind, args.record_id)
     if current is None:

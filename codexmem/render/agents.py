@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from codexmem.errors import CodexmemError, Warnings, invalid_input
+from codexmem.errors import NOT_ONE_LINE, CodexmemError, Warnings, invalid_input
 from codexmem.store.atomic import atomic_write
 
 if TYPE_CHECKING:
@@ -166,13 +166,10 @@ def apply_overrides(
     return ctx
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-
-
 def _one_line(field: str, value: str) -> None:
     """Refuse a name that would write more than itself into AGENTS.md: a line break starts a
     heading or an instruction of its own, and an HTML comment could end codexmem's marked block."""
-    if _CONTROL.search(value):
+    if NOT_ONE_LINE.search(value):
         raise invalid_input(field, "must be one line of text, with no line break or control character")
     if "<!--" in value or "-->" in value:
         raise invalid_input(
