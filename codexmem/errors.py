@@ -17,6 +17,20 @@ CONTROL_CHARACTER = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 """Control characters but tab and line breaks, refused in every text a caller sends: written raw into
 a record file, an escape sequence (``ESC [31m``) would be run by the terminal of whoever reads it
 with ``cat`` or ``git diff``."""
+
+
+def control_problem(text: str) -> str | None:
+    """Why ``text`` is refused for a control character (the first, and where), or None: the one
+    wording of the tools' check of every argument and of an item's text values."""
+    hit = CONTROL_CHARACTER.search(text)
+    if hit is None:
+        return None
+    if hit.group() == "\x00":
+        return "must not hold a NUL character"
+    where = f"U+{ord(hit.group()):04X} at character {hit.start() + 1}"
+    return f"must not hold control characters ({where}); tabs and line breaks are fine"
+
+
 NOT_ONE_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 """What a one-line text (a name, a reason) must not hold: any control character, line breaks and
 Unicode's line and paragraph separators included."""

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from codexmem.errors import CONTROL_CHARACTER, CodexmemError, Warnings, validation_fields
+from codexmem.errors import CodexmemError, Warnings, control_problem, validation_fields
 
 if TYPE_CHECKING:
     from codexmem.mcp.state import ServerState
@@ -81,14 +81,8 @@ def _control_characters(arguments: dict[str, Any]) -> list[dict[str, str]]:
             todo += [(f"{field}.{k}", v) for k, v in reversed(value.items())]
         elif isinstance(value, list):
             todo += [(f"{field}[{i}]", v) for i, v in reversed(list(enumerate(value)))]
-        elif isinstance(value, str) and (hit := CONTROL_CHARACTER.search(value)) is not None:
-            where = f"U+{ord(hit.group()):04X} at character {hit.start() + 1}"
-            message = (
-                "must not hold a NUL character"
-                if hit.group() == "\x00"
-                else f"must not hold control characters ({where}); tabs and line breaks are fine"
-            )
-            found.append({"field": field, "message": message})
+        elif isinstance(value, str) and (problem := control_problem(value)) is not None:
+            found.append({"field": field, "message": problem})
     return found
 
 

@@ -23,7 +23,7 @@ from difflib import SequenceMatcher
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from codexmem.errors import CONTROL_CHARACTER, CodexmemError
+from codexmem.errors import CodexmemError, control_problem
 from codexmem.models.channel import RESERVED_KEYS, ChannelSchema, FieldDef
 
 DEFAULT_TEXT_MAX_LENGTH: Final = 10_000
@@ -569,9 +569,8 @@ def validate_values(
                 out.add(key, f"values.{key} is required and cannot be cleared")
             else:
                 merged.pop(key, None)
-        elif f.type == "text" and isinstance(value, str) and (hit := CONTROL_CHARACTER.search(value)) is not None:
-            where = f"U+{ord(hit.group()):04X} at character {hit.start() + 1}"
-            out.add(key, f"values.{key} must not hold control characters ({where}); tabs and line breaks are fine")
+        elif f.type == "text" and isinstance(value, str) and (problem := control_problem(value)) is not None:
+            out.add(key, f"values.{key} {problem}")
         else:
             before = len(out.entries)
             _check_value(f, value, out, relation_exists)
