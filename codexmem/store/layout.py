@@ -111,6 +111,10 @@ class Layout:
         refuse_symlinks(self.root, path.parent)
         return path
 
+    def relpath(self, kind: Kind, record_id: str, channel: str | None = None) -> str:
+        """:meth:`path` from the store's folder, with ``/``: how findings and the index name a record's file."""
+        return self.path(kind, record_id, channel).relative_to(self.root).as_posix()
+
     def identify(self, path: Path) -> tuple[Kind, str, str | None] | None:
         """Map a file inside the store back to (kind, id, channel), or None if it is no record."""
         try:

@@ -105,7 +105,7 @@ def _resolve_one(store: Store, txn: Transaction, scan: StoreScan, key: tuple[str
         parents = [h["event_id"] for h in expected.heads]
         event = _event(store, txn, kind, rid, channel, "deleted", expected.version + 1, {}, parents, None)
         txn.record(kind, rid, channel, event, None)
-        return Resolution(_path(store, kind, rid, channel), kind_name, rid, "deleted", (), expected.version + 1)
+        return Resolution(store.layout.relpath(kind, rid, channel), kind_name, rid, "deleted", (), expected.version + 1)
     rel, data = record
     channel = data.get("record_channel_id") if kind is ITEM else None
     fields = record_fields(kind, data)
@@ -165,10 +165,6 @@ def _event(
     if base is not None:
         event["base"] = base
     return event
-
-
-def _path(store: Store, kind: Kind, rid: str, channel: str | None) -> str:
-    return store.layout.path(kind, rid, channel).relative_to(store.root).as_posix()
 
 
 def _is_record_path(rel: str) -> bool:

@@ -259,7 +259,7 @@ class Transaction:
     ) -> None:
         if self._unsettled is None:
             self._unsettled = self.store.unsettled()
-        rel = self.store.layout.path(kind, rid, channel).relative_to(self.store.root).as_posix()
+        rel = self.store.layout.relpath(kind, rid, channel) if self._unsettled else ""
         if rel in self._unsettled:
             # An edit now would settle git's conflict (a deletion on one branch, a change on the
             # other) without the person ever seeing it: `check` says how, `resolve` records it.
@@ -349,7 +349,7 @@ class Store:
     def raise_if_unreadable(self, kind: Kind, rid: str, channel: str | None = None) -> None:
         """ERR_READ_FAILED naming the problem when a record's file exists but cannot be used (a hand
         edit, a merge), so it is never reported as missing."""
-        rel = self.layout.path(kind, rid, channel).relative_to(self.root).as_posix()
+        rel = self.layout.relpath(kind, rid, channel)
         bad = self.index.bad_file(rel)
         if bad is not None:
             raise unusable(rel, bad.problem)
