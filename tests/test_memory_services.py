@@ -289,6 +289,28 @@ def test_search_ranks_workspace_first_and_filters(store: Store, web: Path, tmp_p
     assert error_of(lambda: find(query="  ")).code == "ERR_INVALID_INPUT"
 
 
+def test_search_finds_japanese_and_chinese_inside_a_run_of_characters(store: Store, web: Path) -> None:
+    """Kana and Han are written without spaces: a word is found anywhere in a run, in order."""
+    scope, sid = session_in(store, web)
+    ja = save(store, scope, sid, title="全文検索のテスト", content="インデックスを作り直す。")["note"]["note_id"]
+    zh = save(store, scope, sid, title="订单服务", content="数据库连接池在高峰时耗尽。")["note"]["note_id"]
+    mixed = save(store, scope, sid, title="API仕様の変更", content="order_api の再試行")["note"]["note_id"]
+    handoff(store, scope, sid, task="決済の移行", summary="残りは検証だけ。")
+
+    def ids(query: str, **kw: Any) -> list[str]:
+        out = retrieval.search(store, NOW, Warnings(), scope=ref(scope), query=query, **kw)
+        return [r["id"] for r in out["results"]]
+
+    assert ids("検索") == [ja], "inside the title's run"
+    assert ids("作り直") == [ja], "inside the content's run"
+    assert ids("连接池") == [zh] and ids("耗尽") == [zh]
+    assert ids("仕様") == [mixed] and ids("api仕様") == [mixed], "Latin and kana side by side"
+    assert ids("索検") == [], "characters out of order are another word"
+    assert ids("数据 高峰") == [zh], "each query word a phrase, all of them required"
+    found = retrieval.search(store, NOW, Warnings(), scope=ref(scope), query="検証", include_handoffs=True)
+    assert [r["kind"] for r in found["results"]] == ["handoff"]
+
+
 def test_related_projects_come_only_from_declared_relations(tmp_path: Path) -> None:
     root = shared_store(tmp_path / "store")
     bare = Store(root)

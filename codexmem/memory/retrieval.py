@@ -31,6 +31,7 @@ from codexmem.models.records import HANDOFF_STATUSES, NOTE_STATUSES, Intent, Sco
 from codexmem.store.gitsetup import driver_problem_in_clone
 from codexmem.store.ids import check_record_id
 from codexmem.store.index import Hit, Index, TextQuery
+from codexmem.store.index.stems import spaced
 from codexmem.store.init import ignored_in_clone
 from codexmem.store.layout import HANDOFF, NOTE, Kind
 from codexmem.store.store import Store
@@ -311,7 +312,8 @@ def search(
             hits += [Candidate("handoff", hit, hit.relevance, all_words=all_words) for hit in handoff_hits]
         return hits, more
 
-    match = TextQuery(tuple(words))
+    terms = tuple(spaced(w).strip() for w in words)  # a run of kana or Han: a phrase of its characters
+    match = TextQuery(terms)
     strong: list[Candidate] = []  # window 0 of the every-word matches
     strong_more = False
     if words:
@@ -319,7 +321,7 @@ def search(
         strong, strong_more = find(match, True, want if window == 0 else limit, 0)
     weak = bool(words) and len(strong) < limit and len(words) > 1
     if weak:  # too few with every word (all of them are in ``strong``): accept any word, ranked lower
-        match = TextQuery(tuple(words), any_word=True)
+        match = TextQuery(terms, any_word=True)
     sources = related_sources(store, scope.project_id, warnings) if include_related_projects else []
 
     def load(k: int) -> tuple[list[Candidate], bool]:

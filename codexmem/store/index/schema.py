@@ -9,10 +9,10 @@ import zlib
 from collections.abc import Sequence
 from typing import Any
 
-from codexmem.store.index.stems import TOKENIZER
+from codexmem.store.index.stems import TOKENIZER, spaced
 from codexmem.store.layout import CHANNEL, CHANNELS_DIR, HANDOFF, IMPORT, ITEM, ITEMS_DIR, NOTE, SCHEMA_FILE, Kind
 
-SCHEMA_VERSION = 21
+SCHEMA_VERSION = 22
 
 
 SEQ_FACTOR = 10_000_000_000  # public sequence = epoch * SEQ_FACTOR + local sequence
@@ -261,12 +261,13 @@ def unique_fields_of(schema_json: str) -> tuple[str, ...]:
 
 
 def fts_texts(kind: Kind, data: dict[str, Any]) -> tuple[str, str, str] | None:
-    """(title, body, extra) to index for full-text search, or None for kinds not searched."""
+    """(title, body, extra) to index for full-text search, or None for kinds not searched
+    (kana and Han characters each a word: ``stems.spaced``)."""
     if kind is NOTE:
-        return data["title"], data["content"], " ".join(data.get("tags", []))
+        return spaced(data["title"]), spaced(data["content"]), " ".join(data.get("tags", []))
     if kind is HANDOFF:
         extra = " ".join(data.get("next_steps", []) + data.get("completed", []) + data.get("open_questions", []))
-        return data["task"], data["summary"], extra
+        return spaced(data["task"]), spaced(data["summary"]), spaced(extra)
     return None
 
 

@@ -25,6 +25,23 @@ TOKENIZER = "unicode61 remove_diacritics 2"
 
 _ASCII_WORD = re.compile(r"[a-z0-9]+")
 
+_UNSPACED = re.compile(
+    "([\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f])"
+)
+"""Kana and Han characters: scripts written without spaces between words."""
+
+
+def spaced(text: str) -> str:
+    """The text with each kana or Han character a word of its own, for the text tables and queries.
+
+    unicode61 cuts words at spaces and punctuation only, so a run of Japanese or Chinese was one
+    word and a search matched it at the run's start only (「検索」 missed 全文検索のテスト).
+    Indexed one character a word, a query's run becomes a phrase of its characters (see
+    ``TextQuery``), which matches the run anywhere, in order and side by side.
+    """
+    return _UNSPACED.sub(r" \1 ", text) if not text.isascii() else text
+
+
 QUERY_CACHE = 4096
 """Query words whose terms and stems are kept (a search's words are stemmed once per process)."""
 
