@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import html
 import io
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -95,8 +96,10 @@ async def test_a_retracted_note_is_kept_never_served_and_check_still_passes(repo
         assert [r["id"] for r in found["results"]] == [old["note_id"]]  # superseded is still found; retracted not
         recent = (await call(client, "memory_get_recent", scope=boot["scope"]))["data"]
         assert new["note_id"] not in [n["note_id"] for n in recent["notes"]]
-        got = (await call(client, "memory_get_note", id=new["note_id"], kind="note"))["data"]["record"]
-        assert got["status"] == "retracted"  # asked for by id, it is still there to read
+        # Asked for by id, it is refused, saying why, and none of its words come with the refusal.
+        got = await call(client, "memory_get_note", id=new["note_id"], kind="note")
+        assert got["error"]["code"] == "ERR_RECORD_NOT_FOUND" and "was retracted" in got["error"]["message"]
+        assert "backoff" not in json.dumps(got).lower()
 
         # The tool retracts too, with a reason; the seed's shape (no reason) stays valid.
         current = (await call(client, "memory_get_note", id=hid, kind="handoff"))["data"]["record"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -256,6 +257,23 @@ def test_a_recovery_reads_a_long_session_by_query_and_misses_nothing_it_lists(st
     assert rescue["next_steps"] == [f"Finding {total - 5}"] and rescue["completed"] == [f"Finding {total - 3}"]
     assert f"recovered from its {total} note(s): discovery: Finding 0; " in rescue["summary"]
     assert len(rescue["related_note_ids"]) == lifecycle.RECOVERY_LIST_ITEMS
+
+
+def test_a_recovery_hands_over_nothing_of_a_retracted_note(store: Store, web: Path) -> None:
+    """A retracted note (a leaked password, a wrong claim) is never served: not in a recovery either."""
+    earlier = NOW - timedelta(hours=3)
+    scope, crashed = session_in(store, web, now=earlier, task="Rotate credentials")
+    leaked = save(store, scope, crashed, now=earlier, note_type="bugfix", title="Password is hunter2x")["note"]
+    save(store, scope, crashed, now=earlier, note_type="todo", title="Rotate the key")
+    save(store, scope, crashed, now=earlier, note_type="discovery", title="Vault path is secret/db")
+    lifecycle.set_status(
+        store, earlier, Warnings(), record_id=leaked["note_id"], kind="note", status="retracted", expected_version=1
+    )
+    lifecycle.recover_idle_sessions(store, NOW, Warnings(), workspace_id=scope["workspace_id"], actor="t")
+    [rescue] = store.index.select(HANDOFF, where={"session_id": crashed})
+    assert "hunter2x" not in json.dumps(rescue), rescue
+    assert "recovered from its 2 note(s): todo: Rotate the key; discovery: Vault path" in rescue["summary"]
+    assert leaked["note_id"] not in rescue["related_note_ids"] and rescue["completed"] == []
 
 
 # ------------------------------------------------------------------ retrieval

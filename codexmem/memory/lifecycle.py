@@ -15,7 +15,7 @@ from codexmem.memory.handoffs import handoff_view, new_handoff
 from codexmem.memory.notes import note_view
 from codexmem.memory.sessions import MCP_ACTOR, session_view, write
 from codexmem.memory.text import unique
-from codexmem.models.records import MAX_TASK, ScopeRef
+from codexmem.models.records import MAX_TASK, SERVED_NOTE_STATES, ScopeRef
 from codexmem.store.ids import check_record_id
 from codexmem.store.index import Index
 from codexmem.store.layout import HANDOFF, IMPORT, NOTE, SESSION, Kind
@@ -191,11 +191,12 @@ def _recovery_handoff(index: Index, handoff_id: str, session: dict[str, Any], at
     """
     sid = session["session_id"]
     in_session = {"session_id": sid}
+    served = {"status": SERVED_NOTE_STATES}  # a retracted note's words are never handed over
     oldest_first = [("created_at", False), ("id", False)]
-    total = index.count(NOTE, where=in_session)
+    total = index.count(NOTE, where=in_session, where_in=served)
     if total == 0:
         return None
-    notes = index.select(NOTE, where=in_session, order=oldest_first, limit=RECOVERY_NOTES_READ)
+    notes = index.select(NOTE, where=in_session, where_in=served, order=oldest_first, limit=RECOVERY_NOTES_READ)
     titles = [f"{n['type']}: {n['title']}" for n in notes]
     more = "; …" if total > len(notes) else ""
     summary = (
@@ -204,7 +205,9 @@ def _recovery_handoff(index: Index, handoff_id: str, session: dict[str, Any], at
     todos = index.select(
         NOTE, where={**in_session, "type": "todo", "status": "active"}, order=oldest_first, limit=RECOVERY_LIST_ITEMS
     )
-    fixed = index.select(NOTE, where={**in_session, "type": "bugfix"}, order=oldest_first, limit=RECOVERY_LIST_ITEMS)
+    fixed = index.select(
+        NOTE, where={**in_session, "type": "bugfix"}, where_in=served, order=oldest_first, limit=RECOVERY_LIST_ITEMS
+    )
     resolved = index.select(
         NOTE, where={**in_session, "status": "resolved"}, order=oldest_first, limit=RECOVERY_LIST_ITEMS
     )

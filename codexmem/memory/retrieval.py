@@ -27,7 +27,14 @@ from codexmem.memory.related import RelatedSource, related_sources
 from codexmem.memory.scope import resolve_scope
 from codexmem.memory.sessions import open_session, session_view
 from codexmem.memory.text import required_text, unique
-from codexmem.models.records import HANDOFF_STATUSES, NOTE_STATUSES, Intent, ScopeRef
+from codexmem.models.records import (
+    HANDOFF_STATUSES,
+    NOTE_STATUSES,
+    SERVED_HANDOFF_STATES,
+    SERVED_NOTE_STATES,
+    Intent,
+    ScopeRef,
+)
 from codexmem.store.gitsetup import driver_problem_in_clone
 from codexmem.store.ids import check_record_id
 from codexmem.store.index import Hit, Index, TextQuery
@@ -42,9 +49,6 @@ Groups = dict[str, list[dict[str, Any]]]
 HIGH_VALUE = 3
 """Bootstrap, recent and related notes show importance 3 and up."""
 LIVE_NOTE_STATES = ["active", "resolved"]
-SERVED_NOTE_STATES = [s for s in NOTE_STATUSES if s != "retracted"]
-SERVED_HANDOFF_STATES = [s for s in HANDOFF_STATUSES if s != "retracted"]
-"""A retracted note or handoff is kept (references stay valid) but never served again."""
 BY_VALUE = (("importance", True), ("created_at", True), ("id", True))
 BY_TIME = (("created_at", True), ("id", True))
 MAX_QUERY_WORDS = 32
@@ -505,13 +509,20 @@ def get_recent(
 
 
 def get_record(store: Store, warnings: Warnings, *, record_id: str, kind: Literal["note", "handoff"]) -> dict[str, Any]:
-    """``memory_get_note``: any note or handoff by id, whole (cut only if a hand edit made it too big)."""
+    """``memory_get_note``: a note or handoff by id, whole (cut only if a hand edit made it too big);
+    a retracted one is refused, as it is never served again."""
     target = NOTE if kind == "note" else HANDOFF
     check_record_id(record_id, str(target.prefix), "id")
     record = store.fresh_index().get(target, record_id)
     if record is None:
         store.raise_if_unreadable(target, record_id)
         raise CodexmemError("ERR_RECORD_NOT_FOUND", f"{kind} {record_id} does not exist")
+    if record["status"] == "retracted":
+        raise CodexmemError(
+            "ERR_RECORD_NOT_FOUND",
+            f"{kind} {record_id} was retracted at version {record['version']}, so its text is never served "
+            "again: do not rely on it; memory_search finds what the project holds now",
+        )
     if kind == "handoff":
         data = {"record": handoff_view(record)}
         return data if fits(data, warnings) else {"record": handoff_view(record, compact=True)}

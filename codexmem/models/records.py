@@ -48,6 +48,9 @@ NOTE_SOURCES: tuple[str, ...] = get_args(NoteSource)
 HANDOFF_KINDS: tuple[str, ...] = get_args(HandoffKind)
 HANDOFF_STATUSES: tuple[str, ...] = get_args(HandoffStatus)
 IMPORT_SOURCES: tuple[str, ...] = get_args(ImportSource)
+SERVED_NOTE_STATES = [s for s in NOTE_STATUSES if s != "retracted"]
+SERVED_HANDOFF_STATES = [s for s in HANDOFF_STATUSES if s != "retracted"]
+"""A retracted note or handoff is kept (references stay valid) but never served again."""
 
 MAX_TITLE = 200
 MAX_CONTENT = 6000

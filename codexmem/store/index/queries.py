@@ -147,8 +147,10 @@ class Queries(IndexConnection):
             rows = self.conn.execute(f"SELECT data FROM {source} WHERE {sql}", params).fetchall()
         return [json.loads(unpack_data(r[0])) for r in rows]
 
-    def count(self, kind: Kind, *, where: dict[str, Any] | None = None) -> int:
-        sql, params = self._where(kind, where, None, None, None, None)
+    def count(
+        self, kind: Kind, *, where: dict[str, Any] | None = None, where_in: dict[str, Sequence[Any]] | None = None
+    ) -> int:
+        sql, params = self._where(kind, where, where_in, None, None, None)
         with self._mutex:
             return int(self.conn.execute("SELECT COUNT(*) FROM records WHERE " + sql, params).fetchone()[0])
 
