@@ -6,6 +6,7 @@ two agents closing the same handoff cannot both win silently.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -191,7 +192,7 @@ def _recovery_handoff(index: Index, handoff_id: str, session: dict[str, Any], at
     """
     sid = session["session_id"]
     in_session = {"session_id": sid}
-    served = {"status": SERVED_NOTE_STATES}  # a retracted note's words are never handed over
+    served: dict[str, Sequence[str]] = {"status": SERVED_NOTE_STATES}  # a retracted note's words are never handed over
     oldest_first = [("created_at", False), ("id", False)]
     total = index.count(NOTE, where=in_session, where_in=served)
     if total == 0:
