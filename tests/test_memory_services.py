@@ -329,6 +329,26 @@ def test_search_finds_japanese_and_chinese_inside_a_run_of_characters(store: Sto
     assert [r["kind"] for r in found["results"]] == ["handoff"]
 
 
+def test_search_finds_a_note_by_its_files_and_a_handoff_by_its_risks_and_files(store: Store, web: Path) -> None:
+    """An agent about to edit a file asks what the project knows of it: the anchored notes come back,
+    below the notes that talk about it in their title."""
+    scope, sid = session_in(store, web)
+    anchored = save(store, scope, sid, title="Map the driver's errors", file_paths=["internal/store/pgerr.go"])
+    titled = save(store, scope, sid, title="pgerr codes are unstable")
+    done = handoff(store, scope, sid, task="Store errors", risks=["Deadlock retries"], files_touched=["cmd/migrate.go"])
+
+    def ids(query: str, **kw: Any) -> list[str]:
+        out = retrieval.search(store, NOW, Warnings(), scope=ref(scope), query=query, **kw)
+        return [r["id"] for r in out["results"]]
+
+    assert ids("pgerr") == [titled["note"]["note_id"], anchored["note"]["note_id"]]
+    # The one note holding every word of the path, then one holding some of them (any word).
+    note_ids = {anchored["note"]["note_id"], titled["note"]["note_id"]}
+    assert set(ids("internal/store/pgerr.go")) == note_ids and set(ids("pgerr.go")) == note_ids
+    assert ids("deadlock", include_handoffs=True) == [done["handoff"]["handoff_id"]]
+    assert set(ids("migrate.go", include_handoffs=True)) == {done["handoff"]["handoff_id"], anchored["note"]["note_id"]}
+
+
 def test_related_projects_come_only_from_declared_relations(tmp_path: Path) -> None:
     root = shared_store(tmp_path / "store")
     bare = Store(root)

@@ -12,7 +12,7 @@ from typing import Any
 from codexmem.store.index.stems import TOKENIZER, spaced
 from codexmem.store.layout import CHANNEL, CHANNELS_DIR, HANDOFF, IMPORT, ITEM, ITEMS_DIR, NOTE, SCHEMA_FILE, Kind
 
-SCHEMA_VERSION = 22
+SCHEMA_VERSION = 23
 
 
 SEQ_FACTOR = 10_000_000_000  # public sequence = epoch * SEQ_FACTOR + local sequence
@@ -261,13 +261,19 @@ def unique_fields_of(schema_json: str) -> tuple[str, ...]:
 
 
 def fts_texts(kind: Kind, data: dict[str, Any]) -> tuple[str, str, str] | None:
-    """(title, body, extra) to index for full-text search, or None for kinds not searched
-    (kana and Han characters each a word: ``stems.spaced``)."""
+    """(title, body, extra) to index for full-text search, or None for kinds not searched.
+
+    A match in the title or extra ranks above one in the body only (``Queries.hits``), so file
+    paths and risks go to the body: ``pgerr.go`` finds the note anchored to it without outranking
+    notes about it. Kana and Han characters are each a word (``stems.spaced``).
+    """
     if kind is NOTE:
-        return spaced(data["title"]), spaced(data["content"]), " ".join(data.get("tags", []))
+        body = "\n".join([data["content"], *data.get("file_paths", [])])
+        return spaced(data["title"]), spaced(body), " ".join(data.get("tags", []))
     if kind is HANDOFF:
         extra = " ".join(data.get("next_steps", []) + data.get("completed", []) + data.get("open_questions", []))
-        return spaced(data["task"]), spaced(data["summary"]), spaced(extra)
+        body = "\n".join([data["summary"], *data.get("risks", []), *data.get("files_touched", [])])
+        return spaced(data["task"]), spaced(body), spaced(extra)
     return None
 
 
