@@ -393,6 +393,13 @@ async def test_bad_arguments_are_answered_with_an_envelope_naming_each_field(sto
                 client, "memory_save_note", **base, importance=3, file_paths=["ok", f"{web}/src/a.py\0"]
             ),
             "nul_handoff": await handoff(client, boot, files_touched=["a\0"]),
+            # States only codexmem or a reviewer gives: before, a note was created retracted.
+            "created_retracted": await call(client, "memory_save_note", **base, importance=3, status="retracted"),
+            "created_recovered": await call(
+                client, "memory_save_note", **base, importance=3, source="recovery_generated"
+            ),
+            "recovery_handoff": await handoff(client, boot, kind="recovery"),
+            "retracted_handoff": await handoff(client, boot, status="retracted"),
         }
     fields = {k: [f["field"] for f in v["error"]["fields"]] for k, v in answers.items()}
     assert all(v["ok"] is False and v["error"]["code"] == "ERR_INVALID_INPUT" for v in answers.values())
@@ -409,8 +416,14 @@ async def test_bad_arguments_are_answered_with_an_envelope_naming_each_field(sto
         "nul": ["file_paths[0]"],
         "nul_absolute": ["file_paths[1]"],
         "nul_handoff": ["files_touched[0]"],
+        "created_retracted": ["status"],
+        "created_recovered": ["source"],
+        "recovery_handoff": ["kind"],
+        "retracted_handoff": ["status"],
     }
     assert "NUL" in answers["nul_absolute"]["error"]["message"]
+    assert "'active' or 'resolved'" in answers["created_retracted"]["error"]["fields"][0]["message"]
+    assert "'final' or 'checkpoint'" in answers["recovery_handoff"]["error"]["fields"][0]["message"]
     assert answers["unknown"]["error"]["fields"][0]["message"] == "unknown argument"
 
 

@@ -24,12 +24,12 @@ from codexmem.models.records import (
     MAX_TAGS,
     MAX_TASK,
     MAX_TITLE,
-    HandoffKind,
-    HandoffStatus,
     ImportSource,
     Intent,
-    NoteSource,
-    NoteStatus,
+    NewHandoffKind,
+    NewHandoffStatus,
+    NewNoteSource,
+    NewNoteStatus,
     NoteType,
     RecordState,
     ScopeRef,
@@ -121,19 +121,19 @@ class SaveNoteInput(ToolInput):
     importance: Importance
     tags: Tags = Field(default_factory=list)
     file_paths: NotePaths = Field(default_factory=list)
-    status: NoteStatus = "active"
-    source: NoteSource = "codex_explicit"
+    status: NewNoteStatus = "active"
+    source: NewNoteSource = "codex_explicit"
     privacy_intent: PrivacyIntent = ""
 
 
 class SaveHandoffInput(ToolInput):
     scope: Scope
     session_id: SessionId
-    kind: HandoffKind
+    kind: NewHandoffKind
     task: Annotated[str, Field(min_length=1, max_length=MAX_TASK)]
     summary: Annotated[str, Field(min_length=1, max_length=MAX_CONTENT)]
     next_steps: Annotated[list[Item], Field(min_length=1, max_length=MAX_LIST_ITEMS)]
-    status: HandoffStatus
+    status: NewHandoffStatus
     completed: Items = Field(default_factory=list)
     open_questions: Items = Field(default_factory=list)
     risks: Items = Field(default_factory=list)
@@ -165,7 +165,7 @@ class SaveImportedNoteInput(ToolInput):
     importance: Importance
     tags: Tags = Field(default_factory=list)
     file_paths: NotePaths = Field(default_factory=list)
-    status: NoteStatus = "active"
+    status: NewNoteStatus = "active"
     privacy_intent: PrivacyIntent = ""
 
 

@@ -37,6 +37,12 @@ HandoffStatus = Literal["open", "completed", "abandoned", "retracted"]
 HandoffSource = Literal["codex_explicit", "recovery_generated"]
 ImportSource = Literal["watcher_import", "relay_import"]
 SessionStatus = Literal["active", "paused", "ended", "recovered"]
+NewNoteStatus = Literal["active", "resolved"]
+NewNoteSource = Literal["codex_explicit", "watcher_import", "relay_import"]
+NewHandoffKind = Literal["final", "checkpoint"]
+NewHandoffStatus = Literal["open", "completed", "abandoned"]
+"""What a caller may create: superseded needs a successor (memory_set_status moves it there),
+retracted is a reviewer's word, and recovery handoffs and notes are written by codexmem only."""
 RecordState = Literal[NoteStatus, HandoffStatus]
 """A note's or a handoff's status (memory_search and memory_set_status take either)."""
 Intent = Literal["continuation", "decision", "bugfix", "discovery", "recent_activity", "general"]
