@@ -79,6 +79,7 @@ WarningCode = Literal[
     "WARN_AGENTS_NOT_READ",
     "WARN_STORE_IGNORED",
     "WARN_MERGE_DRIVER_BROKEN",
+    "WARN_SESSION_RECOVERED",
 ]
 WARNING_CODES: tuple[str, ...] = get_args(WarningCode)
 

@@ -259,6 +259,63 @@ def test_a_recovery_reads_a_long_session_by_query_and_misses_nothing_it_lists(st
     assert len(rescue["related_note_ids"]) == lifecycle.RECOVERY_LIST_ITEMS
 
 
+def test_a_completed_handoff_closes_the_open_ones_of_its_task(store: Store, web: Path, tmp_path: Path) -> None:
+    """Day 1 hands over "not started"; day 2 finishes and says so: day 3 must not be handed day 1's."""
+    scope, day1 = session_in(store, web, now=NOW - timedelta(days=2))
+    first = handoff(
+        store, scope, day1, task="Alert on parked orders", summary="Not started", now=NOW - timedelta(days=2)
+    )
+    other = handoff(store, scope, day1, task="Tune the pool", now=NOW - timedelta(days=2))
+    clone_scope, elsewhere = session_in(store, make_repo(tmp_path / "clone" / "order-web", remote=REMOTE))
+    theirs = handoff(store, clone_scope, elsewhere, task="Alert on parked orders")
+    _, day2 = session_in(store, web, now=NOW - timedelta(days=1))
+    done = handoff(
+        store,
+        scope,
+        day2,
+        task="Alert on parked orders",
+        summary="Shipped",
+        status="completed",
+        now=NOW - timedelta(days=1),
+    )
+    first_id = first["handoff"]["handoff_id"]
+    assert done["closed_handoffs"] == [
+        {"handoff_id": first_id, "status": "completed", "task": "Alert on parked orders"}
+    ]
+    closed = store.index.get(HANDOFF, first_id)
+    assert closed is not None and (closed["status"], closed["version"]) == ("completed", 2)
+    assert [e["type"] for e in store.index.events_of(first_id)] == ["created", "status_changed"]
+    still_open = {h["handoff_id"] for h in store.index.select(HANDOFF, where={"status": "open"})}
+    # Another task, and another workspace's handoff for the same task, stay open.
+    assert still_open == {other["handoff"]["handoff_id"], theirs["handoff"]["handoff_id"]}
+    again = handoff(store, scope, day2, task="Alert on parked orders", status="abandoned", now=NOW - timedelta(days=1))
+    assert "closed_handoffs" not in again
+
+
+def test_a_quiet_session_recovered_by_another_is_told_and_its_own_handoff_replaces_the_recovery(
+    store: Store, web: Path
+) -> None:
+    earlier = NOW - timedelta(hours=3)
+    scope, quiet = session_in(store, web, now=earlier, task="Fix order validation")
+    save(store, scope, quiet, now=earlier, note_type="todo", title="Retest submit flow")
+    lifecycle.recover_idle_sessions(store, NOW, Warnings(), workspace_id=scope["workspace_id"], actor="t")
+    [rescue] = store.index.select(HANDOFF, where={"session_id": quiet})
+    warnings = Warnings()
+    notes.save_note(
+        store, NOW, warnings, scope=ref(scope), session_id=quiet, note_type="decision", title="Keep aliases",
+        content="Old clients send them.", importance=3,
+    )  # fmt: skip
+    assert warnings.codes() == ["WARN_SESSION_RECOVERED"]
+    warnings = Warnings()
+    own = handoff(store, scope, quiet, warnings, task="Fix order validation", now=NOW)
+    assert "WARN_SESSION_RECOVERED" in warnings.codes() and "WARN_DEDUPE_APPLIED" not in warnings.codes()
+    assert own["closed_handoffs"] == [
+        {"handoff_id": rescue["handoff_id"], "status": "abandoned", "task": rescue["task"]}
+    ]
+    opened = store.index.select(HANDOFF, where={"status": "open"})
+    assert [h["handoff_id"] for h in opened] == [own["handoff"]["handoff_id"]]
+
+
 def test_a_recovery_hands_over_nothing_of_a_retracted_note(store: Store, web: Path) -> None:
     """A retracted note (a leaked password, a wrong claim) is never served: not in a recovery either."""
     earlier = NOW - timedelta(hours=3)

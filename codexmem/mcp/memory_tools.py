@@ -499,7 +499,8 @@ TOOLS: list[ToolSpec] = [
     ToolSpec(
         "memory_save_handoff",
         "Before stopping, record where the task stands and the next steps, so the next session can continue. "
-        "Open handoffs are what memory_bootstrap_session returns.",
+        "Open handoffs are what memory_bootstrap_session returns; status completed or abandoned closes this "
+        "workspace's open handoffs for the same task (listed in closed_handoffs).",
         SaveHandoffInput,
         _save_handoff,
         read_only=False,

@@ -84,10 +84,12 @@ def save_handoff(
         return not_stored("handoff", warnings, stored_at=None, eligible_for_bootstrap=False)
     texts = screen_arguments(store, warnings, texts)
     with write(store, session_id, now, warnings) as txn:
-        require_writable_session(txn, session_id, scope)
+        require_writable_session(txn, session_id, scope, warnings)
         related = _known_notes(txn, texts["related_note_ids"], warnings)
         handoff = _build(store, scope, session_id, kind, status, at, texts, related=related)
-        if status == "open" and _open_for_task(store, handoff):
+        leaving = _closed_by(store, handoff)
+        gone = {h["handoff_id"] for h in leaving}
+        if status == "open" and any(h["handoff_id"] not in gone for h in _open_for_task(store, handoff, limit=2)):
             warnings.add(
                 "WARN_DEDUPE_APPLIED",
                 "an open handoff for the same task already exists; stored this one beside it without overwriting",
@@ -97,12 +99,41 @@ def save_handoff(
                 "WARN_HANDOFF_SPARSE", "handoff stored without completed, open_questions, risks or files_touched"
             )
         stored = txn.put(HANDOFF, handoff, event_type="created", changed=[])
-    return {
+        closed = [_close(txn, old, status) for old in leaving]
+    answer: dict[str, Any] = {
         "handoff": handoff_view(stored),
         "stored_at": stored["created_at"],
         "eligible_for_bootstrap": status == "open",
         "suppressed": False,
     }
+    if closed:
+        answer["closed_handoffs"] = closed
+    return answer
+
+
+def _closed_by(store: Store, handoff: Handoff) -> list[dict[str, Any]]:
+    """The open handoffs a new one leaves behind: every one of this workspace for the same task
+    when it says the task is completed or abandoned (else the next bootstrap would hand the done
+    work over again), and the recovery handoff generated for its own session while it was quiet."""
+    found = _open_for_task(store, handoff) if handoff.status != "open" else []
+    recovery = store.index.select(
+        HANDOFF, where={"session_id": handoff.session_id, "status": "open", "type": "recovery"}
+    )
+    seen = {h["handoff_id"] for h in found}
+    return found + [h for h in recovery if h["handoff_id"] not in seen]
+
+
+def _close(txn: Transaction, old: dict[str, Any], status: HandoffStatus) -> dict[str, Any]:
+    """One left-behind handoff moved to the new one's status (abandoned when that is open), as a
+    new version with its event, as memory_set_status would."""
+    moved = status if status != "open" else "abandoned"
+    txn.put(
+        HANDOFF,
+        {**old, "status": moved, "version": old["version"] + 1},
+        event_type="status_changed",
+        changed=["status"],
+    )
+    return {"handoff_id": old["handoff_id"], "status": moved, "task": old["task"]}
 
 
 def _build(
@@ -171,8 +202,10 @@ def _known_notes(txn: Transaction, ids: Sequence[str], warnings: Warnings) -> li
     return kept
 
 
-def _open_for_task(store: Store, handoff: Handoff) -> bool:
-    """Is there already an open handoff of this workspace for exactly this task?"""
+def _open_for_task(store: Store, handoff: Handoff, *, limit: int | None = None) -> list[dict[str, Any]]:
+    """The open handoffs of this workspace for exactly this task (up to ``limit``), but this one."""
     where = {"status": "open", **handoff.scope.model_dump()}
-    keys = dedupe_keys(HANDOFF, handoff.model_dump(mode="json", include={"scope", "status", "task"}))
-    return any(h["task"] == handoff.task for h in store.index.select(HANDOFF, keys=keys, where=where, limit=1))
+    probe = {**handoff.model_dump(mode="json", include={"scope", "task"}), "status": "open"}
+    keys = dedupe_keys(HANDOFF, probe)
+    found = store.index.select(HANDOFF, keys=keys, where=where, limit=limit)
+    return [h for h in found if h["task"] == handoff.task and h["handoff_id"] != handoff.handoff_id]

@@ -96,7 +96,7 @@ def save_import(
     texts = screen_arguments(store, warnings, {"external_id": external_id, "payload_hash": payload_hash})
     ext, digest = artifact_keys(texts["external_id"], texts["payload_hash"])
     with write(store, session_id, now, warnings) as txn:
-        require_writable_session(txn, session_id, scope)
+        require_writable_session(txn, session_id, scope, warnings)
         existing = find_import(store.index, scope, source, ext, digest)
         if existing is not None:
             _replay_warning(existing, warnings)
@@ -183,7 +183,7 @@ def save_imported_note(
     note.anchor = note_anchor(store.config, store.root, scope.project_id, note.file_paths)
     ext, digest = artifact_keys(clean["external_id"], clean["payload_hash"])
     with write(store, session_id, now, warnings) as txn:
-        require_writable_session(txn, session_id, scope)
+        require_writable_session(txn, session_id, scope, warnings)
         existing = find_import(store.index, scope, source, ext, digest)
         if existing is not None:
             data = _replayed(store.index, existing, note, digest, warnings)

@@ -120,7 +120,11 @@ def end_session(
     with write(store, session_id, now, warnings) as txn:
         current = txn.get(SESSION, session_id)
         if current is None:
-            raise CodexmemError("ERR_SESSION_NOT_FOUND", f"session {session_id} does not exist")
+            raise CodexmemError(
+                "ERR_SESSION_NOT_FOUND",
+                f"session {session_id} does not exist",
+                fields=[{"field": "session_id", "message": "no such session: pass the session_id you were given"}],
+            )
         if status not in SESSION_MOVES.get(current["status"], ()):
             raise CodexmemError(
                 "ERR_INVALID_STATE",

@@ -95,7 +95,7 @@ def save_note(
         note = build(clean)
     note.anchor = note_anchor(store.config, store.root, scope.project_id, note.file_paths)
     with write(store, session_id, now, warnings) as txn:
-        require_writable_session(txn, session_id, scope)
+        require_writable_session(txn, session_id, scope, warnings)
         same = _same_note(store, note)
         if same is not None:
             warnings.add(

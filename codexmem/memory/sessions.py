@@ -78,8 +78,12 @@ def start_session(
     return {"session": session_view(record)}
 
 
-def require_writable_session(txn: Transaction, session_id: str, scope: ScopeRef) -> dict[str, Any]:
-    """The session a write names: it must exist, share the write's scope and not be ended."""
+def require_writable_session(txn: Transaction, session_id: str, scope: ScopeRef, warnings: Warnings) -> dict[str, Any]:
+    """The session a write names: it must exist, share the write's scope and not be ended.
+
+    A session another one's bootstrap closed as idle (``recovered``) still writes, and is told:
+    its agent was only quiet, and the next sessions were handed its work as it stood then.
+    """
     session = txn.get(SESSION, session_id)
     if session is not None and ScopeRef.model_validate(session["scope"]) != scope:
         raise CodexmemError(
@@ -88,4 +92,12 @@ def require_writable_session(txn: Transaction, session_id: str, scope: ScopeRef)
             f"of project {session['scope']['project_id']}, not to the scope given",
             fields=[{"field": "scope", "message": "does not match the session's scope"}],
         )
-    return txn.require_session(session_id)
+    session = txn.require_session(session_id)
+    if session["status"] == "recovered":
+        warnings.add(
+            "WARN_SESSION_RECOVERED",
+            f"session {session_id} was closed as idle at {session.get('ended_at')}, and its work was handed "
+            "over as it stood then; this write is kept: end with memory_save_handoff, which closes the "
+            "recovery handoff, or start a new session with memory_bootstrap_session",
+        )
+    return session
