@@ -29,7 +29,7 @@ def repo(tmp_path: Path) -> Repo:
 
 def test_init_registers_the_driver_with_an_absolute_command(repo: Repo) -> None:
     command = repo.git("config", "merge.codexmem.driver").strip()
-    assert command.endswith(" -m codexmem merge-file %O %A %B %P")
+    assert command.endswith(" -P -m codexmem merge-file %O %A %B %P")
     assert command.split()[0].lstrip("'").startswith("/")
     attributes = (repo.store_root / ".gitattributes").read_text().splitlines()
     assert "channels/*/items/*.yaml merge=codexmem" in attributes
@@ -237,6 +237,35 @@ def test_a_driver_whose_interpreter_is_gone_is_said_and_resolve_drops_no_edit(re
     repo.git("commit", "-q", "--no-edit")
     code, out, err = cli("check", "--store", store)
     assert code == 0 and "0 errors, 0 warnings" in out and errors(repo.check()) == [], out
+
+
+def test_a_module_committed_at_the_root_never_runs_in_the_driver(repo: Repo, tmp_path: Path) -> None:
+    """Git runs the driver in the work tree's root: ``python -m`` looked for modules there first,
+    so a yaml.py a branch committed ran at the next merge (and the merge failed on it)."""
+    ran = tmp_path / "planted-module-ran"
+    bug = repo.item(title="Totals off")
+    (repo.path / "yaml.py").write_text(f"import pathlib\npathlib.Path({str(ran)!r}).write_text('ran')\n")
+    repo.commit("a bug, and a module named as one codexmem imports")
+    repo.branch("theirs")
+    repo.edit(bug, status="triaged")
+    repo.commit("theirs")
+    repo.checkout("main")
+    repo.edit(bug, severity="s1")
+    repo.commit("ours")
+    assert repo.merge("theirs") == []
+    assert not ran.exists()
+    assert repo.values(bug) == {"title": "Totals off", "status": "triaged", "severity": "s1"}
+
+    # A clone registered before -P is told, and setup registers the driver again.
+    python = repo.git("config", "merge.codexmem.driver").split()[0]
+    repo.git("config", "merge.codexmem.driver", f"{python} -m codexmem merge-file %O %A %B %P")
+    code, out, _err = cli("check", "--store", str(repo.store_root))
+    assert code == 0 and "runs `" in out and "-m codexmem` without -P" in out and "codexmem setup" in out, out
+    code, _out, err = cli("setup", "--store", str(repo.store_root))
+    assert code == 0, err
+    assert " -P -m codexmem merge-file " in repo.git("config", "merge.codexmem.driver")
+    code, out, _err = cli("check", "--store", str(repo.store_root))
+    assert code == 0 and "merge driver" not in out, out
 
 
 def test_a_driver_whose_interpreter_lacks_codexmem_is_said(repo: Repo, tmp_path: Path) -> None:

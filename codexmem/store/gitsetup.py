@@ -40,8 +40,16 @@ ATTRIBUTES_COMMENT = (
 
 
 def driver_command(python: str | None = None) -> str:
-    """The driver's command line, with an absolute interpreter path (quoted for git's shell)."""
-    return f"{shlex.quote(python or sys.executable)} -m codexmem merge-file %O %A %B %P"
+    """The driver's command line, with an absolute interpreter path (quoted for git's shell).
+
+    ``-P``: git runs the driver in the work tree's root, and ``python -m`` would look for modules
+    there before its own, so a ``yaml.py`` committed on a branch would run at the next merge.
+    """
+    return f"{shlex.quote(python or sys.executable)} -P -m codexmem merge-file %O %A %B %P"
+
+
+_OURS = (["-P", "-m", "codexmem", "merge-file"], ["-m", "codexmem", "merge-file"])
+"""The command init and setup register, and the one they registered before it had ``-P``."""
 
 
 def register_driver(store_root: Path) -> bool:
@@ -73,25 +81,19 @@ def broken_driver(store_root: Path) -> str | None:
     interpreter than this one (a process start, about 16 ms here), never for the one running now.
     """
     repo = discover_repository(store_root)
-    if not repo.has_git:
-        return None
-    command = (run_git(store_root, ["config", "--get", f"merge.{DRIVER}.driver"]) or b"").decode("utf-8", "replace")
-    try:
-        words = shlex.split(command)
-    except ValueError:  # unbalanced quotes: git's shell cannot run it either
-        words = [command.strip()]
+    words = _driver_words(store_root) if repo.has_git else []
     if not words or not words[0]:
         return None
     program = words[0]
     found = program if os.path.isabs(program) else shutil.which(program)
     if found is None or not os.path.isfile(found) or not os.access(found, os.X_OK):
         return f"runs {program}, which is not there"
-    ours = words[1:4] == ["-m", "codexmem", "merge-file"]  # the command init and setup register
+    ours = any(words[1 : 1 + len(form)] == form for form in _OURS)
     # Not resolved: a virtual environment's python is a link to the interpreter it was made from.
     if ours and os.path.abspath(found) != os.path.abspath(sys.executable):
         try:
-            done = subprocess.run(  # where git runs it: the work tree's root
-                [found, "-c", "import codexmem"], cwd=repo.root, capture_output=True, timeout=30, check=False
+            done = subprocess.run(  # where git runs it: the work tree's root (-P: not importing from it)
+                [found, "-P", "-c", "import codexmem"], cwd=repo.root, capture_output=True, timeout=30, check=False
             )
         except (OSError, subprocess.TimeoutExpired):
             return f"runs {program}, which does not start"
@@ -100,11 +102,28 @@ def broken_driver(store_root: Path) -> str | None:
     return None
 
 
+def _driver_words(store_root: Path) -> list[str]:
+    """The words of the driver command registered in this clone ([]: none)."""
+    command = (run_git(store_root, ["config", "--get", f"merge.{DRIVER}.driver"]) or b"").decode("utf-8", "replace")
+    try:
+        return shlex.split(command)
+    except ValueError:  # unbalanced quotes: git's shell cannot run it either
+        return [command.strip()]
+
+
 def driver_problem(store_root: Path) -> str | None:
-    """:func:`broken_driver` said for a person, with the fix (None: nothing to say)."""
+    """:func:`broken_driver` said for a person, with the fix, or a driver registered before it
+    ran with ``-P`` (None: nothing to say)."""
     why = broken_driver(store_root)
     if why is None:
-        return None
+        words = _driver_words(store_root) if discover_repository(store_root).has_git else []
+        if words[1:4] != _OURS[1]:
+            return None
+        return (
+            f"the merge driver registered in this clone runs `{words[0]} -m codexmem` without -P, so Python "
+            "imports modules from the work tree's root before its own and a file such as yaml.py committed "
+            "there would run at the next merge; run `codexmem setup` to register it again"
+        )
     return (
         f"the merge driver registered in this clone {why} (a moved checkout or a rebuilt virtual environment?): "
         "git stops at each record both branches changed with a conflict whose file holds only this branch's "
