@@ -130,6 +130,60 @@ def test_init_appends_to_a_persons_git_files_once_and_says_so(
     assert lines[-1].startswith(f"created {mem} for project proj_app_")
 
 
+def test_a_persons_files_keep_their_permissions_and_a_read_only_one_leaves_nothing_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every write was a rename of a new 644 file: a group-only file became world-readable and a
+    read-only one was replaced; init then failed half-way, leaving a store a rerun refused."""
+    repo = make_repo(tmp_path / "app")
+    ignore = repo / ".gitignore"
+    ignore.write_text("dist/\n")
+    ignore.chmod(0o444)
+    monkeypatch.chdir(repo)
+    before = tree(repo)
+    code, out, err = run(capsys, "init")
+    assert (code, out) == (2, "")
+    assert err == f"codexmem: error: cannot write {ignore}: it is read-only (`chmod u+w` lets codexmem update it)\n"
+    assert tree(repo) == before and not (repo / ".codexmem").exists()
+
+    ignore.chmod(0o600)
+    assert run(capsys, "init")[0] == 0, "run again once the file is writable: nothing of the first try is in the way"
+    assert ignore.read_text() == "dist/\n/_site/\n" and ignore.stat().st_mode & 0o777 == 0o600
+
+    agents = repo / "AGENTS.md"
+    agents.write_text("# Team rules\n")
+    agents.chmod(0o640)
+    assert run(capsys, "agents", "--out", "AGENTS.md", "--mode", "append")[0] == 0
+    assert BEGIN_MARKER in agents.read_text() and agents.stat().st_mode & 0o777 == 0o640
+    agents.chmod(0o444)
+    held = agents.read_bytes()
+    code, _out, err = run(capsys, "agents", "--out", "AGENTS.md", "--mode", "overwrite")
+    assert code == 2 and "AGENTS.md: it is read-only" in err and agents.read_bytes() == held
+
+
+def test_init_refuses_a_linked_store_folder_and_reads_a_linked_gitignore(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    repo = make_repo(tmp_path / "app")
+    (repo / ".codexmem").symlink_to(elsewhere)
+    monkeypatch.chdir(repo)
+    code, _out, err = run(capsys, "init")
+    assert code == 2 and "is a symbolic link (to " in err and "git would commit the link" in err, err
+    assert list(elsewhere.iterdir()) == [] and not (repo / ".gitignore").exists()
+
+    (repo / ".codexmem").unlink()
+    shared = tmp_path / "shared-ignore"
+    shared.write_text("node_modules/\n")
+    (repo / ".gitignore").symlink_to(shared)
+    code, _out, err = run(capsys, "init")
+    assert code == 2 and "add these lines to it by hand: /_site/" in err and not (repo / ".codexmem").exists()
+    shared.write_text("node_modules/\n/_site/\n")  # done by hand, as told: init goes on
+    code, _out, err = run(capsys, "init")
+    assert (code, err) == (0, "") and (repo / ".gitignore").is_symlink()
+
+
 def test_ensure_lines_adds_each_missing_line_once(tmp_path: Path) -> None:
     path = tmp_path / ".gitattributes"
     wanted = GitLines(("a merge=union", "b -diff"), "# why")

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codexmem.errors import NOT_ONE_LINE, CodexmemError, Warnings, invalid_input
-from codexmem.store.atomic import atomic_write
+from codexmem.store.atomic import replace_own_file
 
 if TYPE_CHECKING:
     from codexmem.store.store import Store
@@ -299,7 +299,7 @@ def install(
             continue
         try:
             file.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(file, new.encode("utf-8"))
+            replace_own_file(file, new.encode("utf-8"))
         except OSError as exc:
             raise CodexmemError("ERR_AGENTS_WRITE_DENIED", f"cannot write {file}: {exc.strerror}") from None
         written.append({"path": str(plan.path), **linked, "target": plan.target, "mode": mode})
@@ -414,7 +414,7 @@ def write_marked(path: Path, content: str, mode: str | None, store_root: Path | 
         return f"{path} is up to date{through}"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, new.encode("utf-8"))
+        replace_own_file(path, new.encode("utf-8"))
     except OSError as exc:
         raise CodexmemError("ERR_AGENTS_WRITE_DENIED", f"cannot write {path}: {exc.strerror or exc}") from None
     return done + through

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 import stat
@@ -93,8 +94,22 @@ def write_spare(spare: Path, data: bytes) -> bool:
     return True
 
 
-def atomic_write(path: Path, data: bytes, *, spare: Path | None = None) -> None:
-    """Temporary file (the ``spare`` when there is one), fsync, rename over ``path``, fsync the directory."""
+def replace_own_file(path: Path, data: bytes) -> None:
+    """:func:`atomic_write` for a person's file (AGENTS.md, .gitignore): its permissions are kept
+    (a rename would leave the new file 644), and one its owner made read-only is refused."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        atomic_write(path, data)
+        return
+    if stat.S_ISREG(st.st_mode) and not st.st_mode & stat.S_IWUSR:
+        raise PermissionError(errno.EACCES, "it is read-only (`chmod u+w` lets codexmem update it)", str(path))
+    atomic_write(path, data, mode=stat.S_IMODE(st.st_mode))
+
+
+def atomic_write(path: Path, data: bytes, *, spare: Path | None = None, mode: int | None = None) -> None:
+    """Temporary file (the ``spare`` when there is one), fsync, rename over ``path``, fsync the
+    directory; ``mode``: the new file's permissions (else 644)."""
     if spare is not None and _spared(spare, path, data):
         try:
             os.replace(spare, path)
@@ -108,6 +123,8 @@ def atomic_write(path: Path, data: bytes, *, spare: Path | None = None) -> None:
             return
     tmp = write_temp(path, data)
     try:
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -54,14 +54,20 @@ _OURS = (["-P", "-m", "codexmem", "merge-file"], ["-m", "codexmem", "merge-file"
 
 def register_driver(store_root: Path) -> bool:
     """Register the merge driver in the clone's ``.git/config``; False when there is no repository."""
-    if not discover_repository(store_root).has_git:
+    repo = discover_repository(store_root)
+    if not repo.has_git:
         return False
     for key, value in (
         (f"merge.{DRIVER}.name", "codexmem: merge memory records field by field"),
         (f"merge.{DRIVER}.driver", driver_command()),
     ):
         done = subprocess.run(
-            ["git", "config", "--local", key, value], cwd=store_root, capture_output=True, text=True, check=False
+            # From the work tree's root: a store folder reached through a link may lie outside it.
+            ["git", "config", "--local", key, value],
+            cwd=repo.root,
+            capture_output=True,
+            text=True,
+            check=False,
         )
         if done.returncode != 0:
             problem = (done.stderr.strip().splitlines() or ["git config failed"])[-1]

@@ -7,6 +7,7 @@ replaced, and every file created or changed is reported so ``init`` can say so.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
@@ -17,7 +18,7 @@ from typing import Any
 from codexmem.errors import NOT_ONE_LINE, CodexmemError, invalid_input
 from codexmem.gitrepo import discover_repository, find_git_root, name_from_remote, normalize_path, normalize_remote
 from codexmem.models.config import MAX_NAME, STORE_FORMAT
-from codexmem.store.atomic import atomic_write
+from codexmem.store.atomic import atomic_write, replace_own_file
 from codexmem.store.gitread import run_git
 from codexmem.store.gitsetup import ATTRIBUTES_COMMENT, STORE_ATTRIBUTES, register_driver
 from codexmem.store.ids import project_identity_key, scope_id, system_identity
@@ -101,6 +102,12 @@ def init_store(
             f"{path}: {inside}, where git keeps its own state and nothing is committed: give a folder of the "
             "work tree, such as .codexmem at the repository's root (the default)",
         )
+    if path.is_symlink():  # git commits the link, never the files it leads to
+        raise CodexmemError(
+            "ERR_INVALID_TARGET",
+            f"{path} is a symbolic link (to {os.readlink(path)}): git would commit the link, not the memory "
+            "written through it; remove the link, or give --store a real folder",
+        )
     _refuse_foreign_folder(path)
 
     repo = discover_repository(path)
@@ -140,6 +147,7 @@ def init_store(
             )
         ignored = refuse_unignorable(repo.root, path)
     result = InitResult(config)
+    made = _new_folders(path)
     try:
         path.mkdir(parents=True, exist_ok=True)
         for name, wanted in STORE_GIT_FILES.items():
@@ -148,12 +156,37 @@ def init_store(
         atomic_write(path / CONFIG_FILE, dump_yaml(config).encode("utf-8"))
         result.changes.append(FileChange(path / CONFIG_FILE, created=True))
         if repo.has_git:
+            register_driver(path)
+            # The person's own files last: one init cannot write leaves no store behind.
             result.changes.extend(_ignore_site(Path(repo.root), path))
             result.changes.extend(unignore_lines(repo.root, path, ignored))
-            register_driver(path)
-    except OSError as exc:
+    except (OSError, CodexmemError) as exc:
+        _take_back(path, made, result.changes)
+        if isinstance(exc, CodexmemError):
+            raise
         raise CodexmemError("ERR_WRITE_FAILED", f"cannot write {exc.filename or path}: {exc.strerror or exc}") from None
     return result
+
+
+def _new_folders(path: Path) -> list[Path]:
+    """The folders ``path.mkdir(parents=True)`` would create, outermost first."""
+    missing = []
+    while not path.exists() and path != path.parent:
+        missing.append(path)
+        path = path.parent
+    return missing[::-1]
+
+
+def _take_back(path: Path, made: list[Path], changes: list[FileChange]) -> None:
+    """Undo a failed init inside the store's folder: what it created there goes (the person's own
+    files come last and are written whole or not at all), so running init again starts clean."""
+    for change in changes:
+        if change.created and change.path.parent == path:
+            with contextlib.suppress(OSError):
+                change.path.unlink()
+    for folder in reversed(made):
+        with contextlib.suppress(OSError):
+            folder.rmdir()  # only if empty: nothing of anyone else's is removed
 
 
 def _ignore_site(root: Path, store: Path) -> list[FileChange]:
@@ -255,13 +288,27 @@ def refuse_unignorable(root: Path, store: Path) -> str | None:
 
 
 def refuse_link(path: Path, wanted: GitLines) -> None:
-    """A git file that is a symbolic link is never followed: the person adds the lines by hand."""
-    if path.is_symlink():
+    """A git file that is a symbolic link is never written through: the person adds the lines by
+    hand (it is read, so a link whose file holds them already is no obstacle)."""
+    if path.is_symlink() and _missing(path, wanted):
         raise CodexmemError(
             "ERR_INVALID_TARGET",
             f"{path} is a symbolic link; codexmem does not follow it: add these lines to it by hand: "
             + ", ".join(wanted.lines),
         )
+
+
+def _lines(raw: bytes) -> set[str]:
+    return {line.strip() for line in raw.decode("utf-8", "replace").splitlines()}
+
+
+def _missing(path: Path, wanted: GitLines) -> bool:
+    """Does the file (read through a link) lack a line of ``wanted``? (An unreadable one does.)"""
+    try:
+        present = _lines(path.read_bytes())
+    except OSError:
+        return True
+    return any(line not in present for line in wanted.lines)
 
 
 def ensure_lines(path: Path, wanted: GitLines) -> list[FileChange]:
@@ -275,7 +322,7 @@ def ensure_lines(path: Path, wanted: GitLines) -> list[FileChange]:
     except FileNotFoundError:
         current = None
     before = current or b""
-    present = {line.strip() for line in before.decode("utf-8", "replace").splitlines()}
+    present = _lines(before)
     missing = tuple(line for line in wanted.lines if line not in present)
     if not missing:
         return []
@@ -283,7 +330,7 @@ def ensure_lines(path: Path, wanted: GitLines) -> list[FileChange]:
     block = [wanted.comment] if wanted.comment and wanted.comment not in present else []
     block += missing
     separator = newline if before and not before.endswith(b"\n") else ""
-    atomic_write(path, before + (separator + newline.join(block) + newline).encode("utf-8"))
+    replace_own_file(path, before + (separator + newline.join(block) + newline).encode("utf-8"))
     return [FileChange(path, created=current is None, added=missing)]
 
 
