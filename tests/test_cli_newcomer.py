@@ -255,6 +255,16 @@ def test_site_out_naming_a_folder_of_a_persons_pages_replaces_none_of_them(
     assert sorted(p.name for p in docs.iterdir()) == ["index.html"]
     assert (docs / "index.html").read_text() == "<h1>Our docs</h1>\n"
 
+    # Pages of its own beside the site's would be shadowed by its index.html and .nojekyll.
+    (docs / "index.html").unlink()
+    (docs / "index.md").write_text("# Our docs\n")
+    (docs / "guide.md").write_text("# Guide\n")
+    code, printed, err = run(capsys, "site", "--store", str(repo / ".codexmem"), "--out", str(docs), "--no-search")
+    assert code == 2 and printed == ""
+    assert f"{docs} holds files of its own (guide.md, index.md), and no codexmem site build wrote them" in err
+    assert f"such as {repo / '_site'}" in err
+    assert sorted(p.name for p in docs.iterdir()) == ["guide.md", "index.md"]
+
 
 def test_site_out_among_the_stores_or_gits_files_is_refused_and_nothing_written(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]

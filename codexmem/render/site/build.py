@@ -695,21 +695,25 @@ def _claim(out: Path) -> bool:
     (True: it held none of a site's names).
 
     A build replaces the files it writes (``index.html``, ``assets/style.css``), so a folder of a
-    person's own pages given as ``--out`` would lose them. A folder that holds any of the names a
-    site has at its top (``SITE_ENTRIES``) must carry the list a build leaves (``OWNED_LIST``);
-    other files (a ``CNAME``, a checkout's ``.git``) are left alone and never block a build. The
+    person's own pages given as ``--out`` would lose them; and pages beside its own (a ``docs/``
+    of Markdown that GitHub Pages renders) would be shadowed by its ``index.html`` and its
+    ``.nojekyll``. So a folder a build has not written (no ``OWNED_LIST``) may hold only what a
+    Pages branch's checkout has besides the site: dot files (its ``.git``) and a ``CNAME``. The
     list is started, empty, before the first file is written, so a first build that stops
     half-way leaves a folder the next build takes up again.
     """
     listing = out / OWNED_LIST
     if listing.is_file():
         return False
-    clashes = sorted(entry.name for entry in os.scandir(out) if entry.name in SITE_ENTRIES)
-    if clashes:
+    held = sorted(entry.name for entry in os.scandir(out) if not entry.name.startswith(".") and entry.name != "CNAME")
+    if held:
+        clashes = [name for name in held if name in SITE_ENTRIES]
+        shown = ", ".join(held[:5]) + (f" and {len(held) - 5} more" if len(held) > 5 else "")
+        what = f"{', '.join(clashes)}, which a build writes, and" if clashes else f"files of its own ({shown}), and"
         raise CodexmemError(
             "ERR_INVALID_INPUT",
-            f"{out} holds {', '.join(clashes)}, which a build writes, and no codexmem site build wrote them: "
-            "give a new or empty folder with --out (codexmem never replaces files it did not write)",
+            f"{out} holds {what} no codexmem site build wrote them: give a new or empty folder with --out, "
+            f"such as {out.parent / '_site'} (codexmem never writes among files it did not write)",
         )
     try:
         replace_file(listing, b"")
