@@ -186,6 +186,27 @@ def test_append_three_times_leaves_one_block_and_keeps_the_rest(tmp_path: Path) 
     assert target.read_text().endswith(END_MARKER + "\ntrailing notes\n")
 
 
+@pytest.mark.parametrize(
+    "mention",
+    [
+        f"The memory sits between `{BEGIN_MARKER}` and `{END_MARKER}`; do not edit it.\n",
+        f"x {BEGIN_MARKER} y\n",
+        f"```\nx {BEGIN_MARKER}\n{END_MARKER} y\n```\n",
+    ],
+)
+def test_markers_named_in_a_persons_text_are_text_not_a_block(tmp_path: Path, mention: str) -> None:
+    """The markers count alone on their lines only: a sentence naming them got the block put in
+    its middle, and the words after a marker on its line were deleted."""
+    target = tmp_path / "AGENTS.md"
+    original = "# Team rules\n\n" + mention
+    target.write_text(original)
+    for content in ("# v1\n", "# v2\n"):
+        install([Plan("project", target, content)], "append", Warnings())
+    text = target.read_text()
+    assert text.startswith(original) and text.endswith(f"{BEGIN_MARKER}\n# v2\n{END_MARKER}\n")
+    assert "# v1" not in text
+
+
 def test_overwrite_and_placeholder_warning(tmp_path: Path) -> None:
     target = tmp_path / "sub" / "AGENTS.md"
     warnings = Warnings()

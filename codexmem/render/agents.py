@@ -349,16 +349,25 @@ def marked_block(text: str) -> str | None:
     return text[span[0] : span[1]] if span else None
 
 
+def _marker_line(marker: str) -> str:
+    """A marker counts alone on its line only: a sentence or a code span naming it is the person's text."""
+    return rf"^[ \t]*({re.escape(marker)})[ \t]*\r?$"
+
+
+_BEGIN_LINE, _END_LINE = (re.compile(_marker_line(m), re.M) for m in (BEGIN_MARKER, END_MARKER))
+_BEGIN_BYTES, _END_BYTES = (re.compile(_marker_line(m).encode("ascii"), re.M) for m in (BEGIN_MARKER, END_MARKER))
+
+
 def _block_span(text: str) -> tuple[int, int] | None:
-    """Where codexmem's block is: one begin marker, then one end marker; None for anything else."""
-    start, end = text.find(BEGIN_MARKER), text.find(END_MARKER)
-    if _marker_counts(text) != (1, 1) or end < start:
+    """Where codexmem's block is: one begin marker line, then one end marker line; None for anything else."""
+    begins, ends = list(_BEGIN_LINE.finditer(text)), list(_END_LINE.finditer(text))
+    if len(begins) != 1 or len(ends) != 1 or ends[0].start() < begins[0].start():
         return None
-    return start, end + len(END_MARKER)
+    return begins[0].start(1), ends[0].end(1)
 
 
 def _marker_counts(text: str) -> tuple[int, int]:
-    return text.count(BEGIN_MARKER), text.count(END_MARKER)
+    return len(_BEGIN_LINE.findall(text)), len(_END_LINE.findall(text))
 
 
 def refuse_stray_markers(path: Path, text: str | None) -> None:
@@ -451,9 +460,9 @@ def missed_by_codex(path: Path) -> str | None:
         raw = path.read_bytes()
     except OSError:
         return None
-    begin = raw.find(BEGIN_MARKER.encode("ascii"))
-    end = raw.find(END_MARKER.encode("ascii"), begin) if begin >= 0 else -1
-    if end < 0:  # no block: nothing of codexmem's to miss
+    begin = _BEGIN_BYTES.search(raw)
+    end = _END_BYTES.search(raw, begin.end()) if begin is not None else None
+    if end is None:  # no block: nothing of codexmem's to miss
         return None
     override = path.with_name(OVERRIDE_NAME)
     if path.name != OVERRIDE_NAME and override.is_file():
@@ -468,7 +477,7 @@ def missed_by_codex(path: Path) -> str | None:
         folder = folder.parent
         read = next((f for f in (folder / OVERRIDE_NAME, folder / "AGENTS.md") if f.is_file()), None)
         before += read.stat().st_size if read is not None else 0
-    reach = before + end + len(END_MARKER)
+    reach = before + end.end(1)
     if reach <= MAX_AGENTS_BYTES:
         return None
     above = f" ({before:,} of them in the AGENTS.md files of the folders above)" if before else ""
