@@ -746,6 +746,26 @@ def test_options_that_would_be_ignored_are_refused_naming_them(
     assert code == 0 and out.startswith("item_"), err
 
 
+def test_files_git_ignores_in_the_store_never_fail_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Finder .DS_Store or an editor's backup is never committed: it failed the pre-commit hook."""
+    repo, store = repo_with_store(tmp_path, capsys)
+    excludes = tmp_path / "global-excludes"
+    excludes.write_text(".DS_Store\n*~\n")
+    subprocess.run(["git", "config", "core.excludesFile", str(excludes)], cwd=repo, env=GIT_ENV, check=True)
+    (store / ".DS_Store").write_bytes(b"\0\1")
+    (store / "notes").mkdir(exist_ok=True)
+    (store / "notes" / "note_x.md~").write_text("backup\n")
+    (store / "notes" / "scratch.txt").write_text("not ignored\n")
+    code, out, _err = run(capsys, "check", "--store", str(store))
+    assert code == 1 and ".DS_Store" not in out and "note_x.md~" not in out, out
+    assert "notes/scratch.txt: error: stray file: " in out
+    (store / "notes" / "scratch.txt").unlink()
+    code, out, _err = run(capsys, "check", "--store", str(store))
+    assert code == 0 and "0 errors" in out, out
+
+
 def test_refusals_say_the_rule_and_the_fix_in_the_files_own_words(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -20,6 +20,7 @@ from codexmem.errors import CodexmemError
 from codexmem.models.config import BASE_URL_EXAMPLE, StoreConfig, base_url_problem
 from codexmem.store import events as ev
 from codexmem.store.atomic import TMP_PREFIX
+from codexmem.store.gitread import run_git
 from codexmem.store.history import ABSENT, Expected, FieldState, entries_by_id, expected_state, record_fields, value_key
 from codexmem.store.index.schema import record_relpath
 from codexmem.store.layout import CONFIG_FILE, KINDS, Kind, Layout, identify_relpath
@@ -55,6 +56,8 @@ class StoreScan:
     counts: dict[str, int] = field(default_factory=dict)
     events: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
     """(kind, id) -> the record's events, as the event files on disk hold them."""
+    strays: list[tuple[str, str]] = field(default_factory=list)
+    """(path, message) of files the layout has no place for, said once git has had its word."""
 
     def error(self, path: str, message: str) -> None:
         self.findings.append(Finding(path, "error", message))
@@ -84,7 +87,21 @@ def scan_store(root: Path) -> StoreScan:
     _check_site_address(scan, scan.config)
     _walk(scan)
     _check_events(scan)
+    _say_strays(scan)
     return scan
+
+
+def _say_strays(scan: StoreScan) -> None:
+    """A stray file is an error, unless git ignores it: a Finder ``.DS_Store`` or an editor's
+    backup is never committed, so it must not fail the pre-commit hook (one git call for all)."""
+    if not scan.strays:
+        return
+    paths = b"".join(rel.encode("utf-8", "surrogateescape") + b"\0" for rel, _ in scan.strays)
+    out = run_git(scan.root, ["check-ignore", "--stdin", "-z"], paths, literal_paths=False) or b""
+    ignored = {name.decode("utf-8", "surrogateescape") for name in out.split(b"\0") if name}
+    for rel, message in scan.strays:
+        if rel not in ignored:
+            scan.error(rel, message)
 
 
 def _check_config_paths(scan: StoreScan, config: StoreConfig) -> None:
@@ -121,7 +138,9 @@ def _walk(scan: StoreScan) -> None:
                 scan.warn(JOURNAL_DIR, "an interrupted multi-file write; the next write finishes it")
             continue
         if entry.name not in RECORD_DIRS or not entry.is_dir(follow_symlinks=False):
-            scan.error(entry.name, "stray file or folder: not part of the store layout: move it out of the store")
+            scan.strays.append(
+                (entry.name, "stray file or folder: not part of the store layout: move it out of the store")
+            )
             continue
         if entry.name == "events":
             continue
@@ -144,10 +163,12 @@ def _check_file(scan: StoreScan, rel: str, path: Path) -> None:
         return
     ident = identify_relpath(rel)
     if ident is None:
-        scan.error(
-            rel,
-            "stray file: not a record file name (<prefix>_<ULID> with the kind's suffix): move it out of the store "
-            "(a record renamed by hand: give it back its name)",
+        scan.strays.append(
+            (
+                rel,
+                "stray file: not a record file name (<prefix>_<ULID> with the kind's suffix): move it out of the "
+                "store (a record renamed by hand: give it back its name)",
+            )
         )
         return
     if path.is_symlink() or not path.is_file():
@@ -178,15 +199,15 @@ def _check_events(scan: StoreScan) -> None:
     if events_dir.is_dir():
         for entry in sorted(os.scandir(events_dir), key=lambda e: e.name):
             if not entry.is_dir(follow_symlinks=False):
-                scan.error(
-                    f"events/{entry.name}", "stray file: events hold one folder per writer: move it out of the store"
+                scan.strays.append(
+                    (f"events/{entry.name}", "stray file: events hold one folder per writer: move it out of the store")
                 )
                 continue
             for sub in sorted(os.scandir(entry.path), key=lambda e: e.name):
                 rel = f"{entry.name}/{sub.name}"
                 if not ev.is_shard_relpath(rel) or not sub.is_file(follow_symlinks=False):
                     message = "stray file: event files are <writer>/<YYYY-MM>.<branch>.jsonl"
-                    scan.error(f"events/{rel}", message)
+                    scan.strays.append((f"events/{rel}", message))
                     continue
                 _check_shard(scan, rel, Path(sub.path), seen_ids, by_record)
     scan.events = by_record
