@@ -161,6 +161,15 @@ def test_a_persons_files_keep_their_permissions_and_a_read_only_one_leaves_nothi
     assert code == 2 and "AGENTS.md: it is read-only" in err and agents.read_bytes() == held
 
 
+def test_init_refuses_a_store_inside_a_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo, store = repo_with_store(tmp_path, capsys)
+    before = tree(repo)
+    for inner in (store / "sub", store / "notes" / "x"):
+        code, out, err = run(capsys, "init", "--store", str(inner))
+        assert (code, out) == (2, "") and f"is inside the store at {store}: give a folder outside it" in err, err
+    assert tree(repo) == before
+
+
 def test_init_refuses_a_linked_store_folder_and_reads_a_linked_gitignore(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -102,6 +102,12 @@ def init_store(
             f"{path}: {inside}, where git keeps its own state and nothing is committed: give a folder of the "
             "work tree, such as .codexmem at the repository's root (the default)",
         )
+    outer = next((p for p in path.parents if (p / CONFIG_FILE).is_file()), None)
+    if outer is not None:  # its files would be strays of that store, failing its check
+        raise CodexmemError(
+            "ERR_INVALID_INPUT",
+            f"{path} is inside the store at {outer}: give a folder outside it, such as {outer.parent / 'memory'}",
+        )
     if path.is_symlink():  # git commits the link, never the files it leads to
         raise CodexmemError(
             "ERR_INVALID_TARGET",
