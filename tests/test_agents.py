@@ -157,6 +157,10 @@ def test_cli_needs_a_project_when_several_are_declared(store: Store) -> None:
     result = run_cli("agents", "--store", str(store.root))
     assert result.returncode == 2
     assert "proj_order_web" in result.stderr
+    mistyped = run_cli("agents", "--store", str(store.root), "--project", "proj_order_wbe")
+    assert mistyped.returncode == 2
+    assert "project proj_order_wbe is not declared in codexmem.yaml (declared projects: " in mistyped.stderr
+    assert "proj_order_web" in mistyped.stderr
 
 
 def test_safe_mode_never_touches_an_existing_file(tmp_path: Path) -> None:

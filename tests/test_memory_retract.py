@@ -152,7 +152,7 @@ async def test_retract_refuses_what_it_cannot_do_in_one_line(repo: Path) -> None
         assert "Traceback" not in err
     assert cli("retract", note["note_id"], "--reason", "wrong", "--store", str(store))[0] == 0
     code, _, err = cli("retract", note["note_id"], "--reason", "again", "--store", str(store))
-    assert code == EXIT_USAGE and "cannot move from retracted to retracted" in err, err
+    assert code == EXIT_USAGE and f"note {note['note_id']} is already retracted: nothing to do" in err, err
 
 
 async def test_check_warns_about_a_file_the_repository_never_held(repo: Path) -> None:

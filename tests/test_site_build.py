@@ -948,6 +948,29 @@ def test_serve_on_a_busy_port_says_so_in_one_line(tmp_path: Path) -> None:
     assert main(["site", "--store", str(fx.store.root), "--serve", "--port", "70000"]) == 2
 
 
+def test_serve_stopped_by_ctrl_c_ends_as_the_readme_says(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import urllib.request
+
+    fx = make_store(tmp_path / "store")
+    codexmem = Path(sys.executable).parent / "codexmem"
+    args = [str(codexmem), "site", "--store", str(fx.store.root), "--no-search", "--serve", "--port", "0"]
+    with subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:  # built, then serving
+            if line.startswith("serving "):
+                break
+        url = line.split(" at ")[1].split()[0]
+        with urllib.request.urlopen(url, timeout=30) as answer:  # answering: inside its serving loop
+            assert answer.status == 200
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err.splitlines()[-1] == "stopped" and "Traceback" not in err
+
+
 def test_the_summary_counts_grammatically() -> None:
     report = BuildReport(out=Path("/x"), pages=1, written=1)
     assert report.summary().startswith("wrote 1 of 1 file to /x in 0.00 s (0 unchanged, 0 deleted)")

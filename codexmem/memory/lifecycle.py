@@ -90,6 +90,12 @@ def set_status(
                 current_version=current["version"],
             )
         allowed = MOVES[kind].get(current["status"], ())
+        if status == current["status"]:
+            raise CodexmemError(
+                "ERR_INVALID_STATE",
+                f"{kind} {record_id} is already {status}: nothing to do",
+                current_status=current["status"],
+            )
         if status not in allowed:
             legal = f"; from {current['status']} it can move to {', '.join(allowed)}" if allowed else ""
             raise CodexmemError(

@@ -111,7 +111,11 @@ def project_context(store: Store, project_id: str | None = None) -> AgentsContex
     else:
         found = config.project(project_id)
         if found is None:
-            raise CodexmemError("ERR_INVALID_INPUT", f"project {project_id} is not declared in codexmem.yaml")
+            declared = ", ".join(p.id for p in config.projects) or "none"
+            raise CodexmemError(
+                "ERR_INVALID_INPUT",
+                f"project {project_id} is not declared in codexmem.yaml (declared projects: {declared})",
+            )
         decl = found
     names = {p.id: p.name for p in config.projects}
     related = [

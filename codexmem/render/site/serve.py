@@ -53,5 +53,6 @@ def serve(server: ThreadingHTTPServer, directory: Path) -> None:
         server.serve_forever()
     except KeyboardInterrupt:
         print("stopped", file=sys.stderr)
+        raise  # the command ends as any command stopped by Ctrl-C does (exit code 130)
     finally:
         server.server_close()
