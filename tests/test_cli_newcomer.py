@@ -161,6 +161,17 @@ def test_a_persons_files_keep_their_permissions_and_a_read_only_one_leaves_nothi
     assert code == 2 and "AGENTS.md: it is read-only" in err and agents.read_bytes() == held
 
 
+def test_init_leaves_the_site_rule_out_when_a_persons_rule_already_ignores_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_repo(tmp_path / "app")
+    (repo / ".gitignore").write_text("_site\n")
+    monkeypatch.chdir(repo)
+    code, out, err = run(capsys, "init")
+    assert (code, err) == (0, "") and "to .gitignore" not in out, out
+    assert (repo / ".gitignore").read_text() == "_site\n"
+
+
 def test_init_refuses_a_store_inside_a_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     repo, store = repo_with_store(tmp_path, capsys)
     before = tree(repo)

@@ -37,7 +37,8 @@ def run(args: argparse.Namespace) -> int:
         if change.created:
             print(f"created {shown(change.path)}")
         elif not change.added:  # a line init leaves out on purpose, and why
-            print(f"left {shown(change.path)} as it was ({change.why})")
+            kept = "left {} as it was" if change.path.exists() else "did not create {}"
+            print(f"{kept.format(shown(change.path))} ({change.why})")
         else:
             why = f" ({change.why})" if change.why else ""
             print(f"added {', '.join(change.added)} to {shown(change.path)}{why}")

@@ -202,6 +202,9 @@ def _ignore_site(root: Path, store: Path) -> list[FileChange]:
     site = "_site" if folder == "." else f"{folder}/_site"
     if run_git(root, ["ls-files", "-z", "--", site]):
         return [FileChange(root / GITIGNORE, created=False, why=f"{site}/ holds committed files: not ignored")]
+    # A rule of the person's own (`_site`, `*_site*`, a global excludes file) already does it.
+    if run_git(root, ["check-ignore", "-q", "--no-index", f"{site}/index.html"], literal_paths=False) is not None:
+        return []
     return ensure_lines(root / GITIGNORE, GitLines((f"/{site}/",)))
 
 
