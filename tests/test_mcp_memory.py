@@ -340,6 +340,37 @@ async def test_writes_are_checked_against_their_session(store_path: Path, web: P
     assert after_end["error"]["code"] == "ERR_INVALID_STATE"
 
 
+async def test_a_session_is_started_only_in_a_scope_the_store_knows(
+    store_path: Path, web: Path, tmp_path: Path
+) -> None:
+    """A mistyped id made a session whose notes no bootstrap or search of the real project read."""
+    fresh = make_repo(tmp_path / "work" / "order-admin", remote="git@github.com:example/order-admin.git")
+    async with mcp_client(store_path) as client:
+        boot = await bootstrap(client, web)
+        short = {k: boot["scope"][k] for k in ("system_id", "project_id", "workspace_id")}
+        typo_project = {**short, "project_id": short["project_id"] + "x"}
+        typo_workspace = {**short, "workspace_id": short["workspace_id"] + "x"}
+        answers = {
+            "project": await call(client, "memory_start_session", scope=typo_project),
+            "workspace": await call(client, "memory_start_session", scope=typo_workspace),
+            "root elsewhere": await call(
+                client, "memory_start_session", scope={**typo_project, "workspace_root": str(fresh)}
+            ),
+        }
+        known = await call(client, "memory_start_session", scope=short)  # the ids of a workspace with sessions
+        resolved = (await call(client, "memory_resolve_scope", cwd=str(fresh)))["data"]["scope"]
+        first = await call(client, "memory_start_session", scope=resolved)  # a new folder: resolved from its root
+    for name, field in (("project", "scope.project_id"), ("workspace", "scope.workspace_id")):
+        error = answers[name]["error"]
+        assert error["code"] == "ERR_INVALID_SCOPE" and [f["field"] for f in error["fields"]] == [field], name
+        assert "pass the scope memory_bootstrap_session or memory_resolve_scope returned" in error["message"]
+    assert answers["root elsewhere"]["error"]["code"] == "ERR_INVALID_SCOPE"
+    assert known["ok"] and first["ok"], (known, first)
+    assert first["data"]["session"]["scope"]["project_id"] == resolved["project_id"]
+    sessions = sorted((store_path / "sessions").glob("*.yaml"))
+    assert len(sessions) == 3, "the refused ones wrote nothing"
+
+
 async def test_status_moves_legal_illegal_and_stale(store_path: Path, web: Path) -> None:
     async with mcp_client(store_path) as client:
         boot = await bootstrap(client, web)

@@ -284,8 +284,9 @@ def _resolve(state: ServerState, args: ResolveInput, warnings: Warnings) -> dict
 
 
 def _start_session(state: ServerState, args: StartSessionInput, warnings: Warnings) -> dict[str, Any]:
-    from codexmem.memory.sessions import start_session
+    from codexmem.memory.sessions import require_known_scope, start_session
 
+    require_known_scope(state.store(), args.scope.ref(), args.scope.workspace_root)
     return start_session(
         state.store(),
         state.now(),
@@ -480,7 +481,8 @@ TOOLS: list[ToolSpec] = [
     ),
     ToolSpec(
         "memory_start_session",
-        "Start a new session in a resolved scope (memory_bootstrap_session already starts one).",
+        "Start a new session in a resolved scope (memory_bootstrap_session already starts one); a scope no "
+        "folder resolves to and no session has is refused.",
         StartSessionInput,
         _start_session,
         read_only=False,

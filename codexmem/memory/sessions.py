@@ -73,9 +73,39 @@ def start_session(
     task: str = "",
     branch_name: str = "",
 ) -> dict[str, Any]:
-    """``memory_start_session``: always a new session, never a reused one."""
+    """``memory_start_session``: always a new session, never a reused one (the tool checks the
+    scope an agent sends first: :func:`require_known_scope`)."""
     record = open_session(store, now, warnings, scope=scope, task=task, branch_name=branch_name)
     return {"session": session_view(record)}
+
+
+def require_known_scope(store: Store, scope: ScopeRef, workspace_root: str) -> None:
+    """Refuse a scope no folder resolves to and no session of the store has: its notes would be
+    saved under a project no bootstrap or search of the real one ever reads (a mistyped id).
+    ``workspace_root``: the folder the scope was resolved from, as resolve_scope gives it."""
+    from codexmem.memory.scope import resolve_scope
+
+    if workspace_root:
+        try:
+            resolved = resolve_scope(store, Warnings(), cwd=workspace_root).ref()
+        except CodexmemError:
+            resolved = None
+        if resolved == scope:
+            return
+    index = store.fresh_index()
+    where = {"project_id": scope.project_id, "workspace_id": scope.workspace_id}
+    if any(ScopeRef.model_validate(s["scope"]) == scope for s in index.select(SESSION, where=where, limit=1)):
+        return
+    known = index.count(SESSION, where={"project_id": scope.project_id}) > 0 or any(
+        p.id == scope.project_id for p in store.config.projects
+    )
+    field = "scope.workspace_id" if known else "scope.project_id"
+    raise CodexmemError(
+        "ERR_INVALID_SCOPE",
+        f"{field} {getattr(scope, field.split('.')[1])} is not a scope of this store (no session has it, and "
+        "no folder resolves to it): pass the scope memory_bootstrap_session or memory_resolve_scope returned, whole",
+        fields=[{"field": field, "message": "no session has it and no folder resolves to it"}],
+    )
 
 
 def require_writable_session(txn: Transaction, session_id: str, scope: ScopeRef, warnings: Warnings) -> dict[str, Any]:
