@@ -330,3 +330,39 @@ def test_every_pair_of_fields_merges_cleanly() -> None:
     pairs = field_pairs()
     assert pairs.total >= 60
     assert pairs.conflicting == [], f"{len(pairs.conflicting)} of {pairs.total} pairs conflict: {pairs.conflicting}"
+
+
+@pytest.mark.parametrize("button", [True, False], ids=["button", "driver"])
+def test_a_session_left_open_and_recovered_on_two_branches_merges_cleanly(tmp_path: Path, button: bool) -> None:
+    """A session left open on main, then two branches whose agents each start after the idle time:
+    each recovered it, at its own time, with a recovery handoff of its own id, and the merge
+    conflicted on the session's ended_at and left two open recovery handoffs for one session."""
+    from datetime import timedelta
+
+    from codexmem.errors import Warnings
+    from codexmem.memory.lifecycle import recover_idle_sessions
+    from codexmem.store.layout import HANDOFF, SESSION
+
+    repo = new_repo(tmp_path / "shop")
+    if button:
+        repo.as_button()
+    scope, left_open = repo.session("Fix the totals")
+    repo.note(scope, left_open, "Retest the invoice totals", note_type="todo")
+    repo.commit("a session that never ended")
+    for branch, hours in (("feat/a", 3), ("feat/b", 5)):
+        repo.branch(branch)
+        recovered = recover_idle_sessions(
+            repo.store(), repo.clock + timedelta(hours=hours), Warnings(), workspace_id=scope.workspace_id, actor="t"
+        )
+        assert recovered == [left_open]
+        repo.commit(f"{branch}: recovered it")
+    repo.checkout("main")
+    assert repo.merge("feat/a") == []
+    assert repo.merge("feat/b") == []
+    assert errors(repo.check()) == []
+    index = repo.store().fresh_index()
+    session = index.get(SESSION, left_open)
+    assert session is not None and session["status"] == "recovered" and session["version"] == 2
+    handoffs = index.select(HANDOFF, where={"session_id": left_open})
+    assert [(h["kind"], h["status"]) for h in handoffs] == [("recovery", "open")]
+    assert handoffs[0]["next_steps"] == ["Retest the invoice totals"]

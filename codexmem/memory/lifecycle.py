@@ -168,21 +168,31 @@ def recover_idle_sessions(
             continue
         with write(store, actor, now, warnings) as txn:  # one transaction per session
             current = txn.get(SESSION, sid)
-            if current is None or current["status"] != "active" or last_activity(store.index, current) >= cutoff:
+            if current is None or current["status"] != "active":
                 continue
-            at = format_ts(now)
+            # What recovery writes follows from the session alone (it ended at its last write; its
+            # handoff's id is the session's), so two branches that each recover it write the same
+            # files, and merging them, even as a hosting service's button does, conflicts on nothing.
+            ended = last_activity(store.index, current)
+            if ended >= cutoff:
+                continue
             txn.put(
                 SESSION,
-                {**current, "status": "recovered", "version": current["version"] + 1, "ended_at": at},
+                {**current, "status": "recovered", "version": current["version"] + 1, "ended_at": ended},
                 event_type="status_changed",
                 changed=["ended_at", "status"],
             )
             if store.index.count(HANDOFF, where={"session_id": sid}) == 0:
-                handoff = _recovery_handoff(store.index, store.new_id("handoff", at), current, at)
+                handoff = _recovery_handoff(store.index, recovery_handoff_id(sid), current, ended)
                 if handoff is not None:
                     txn.put(HANDOFF, handoff, event_type="created", changed=[])
         recovered.append(sid)
     return recovered
+
+
+def recovery_handoff_id(session_id: str) -> str:
+    """The id of the handoff recovery writes for a session: the session's own, as a handoff's."""
+    return "handoff_" + session_id.removeprefix("sess_")
 
 
 def last_activity(index: Index, session: dict[str, Any]) -> str:

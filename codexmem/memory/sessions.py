@@ -126,8 +126,9 @@ def require_writable_session(txn: Transaction, session_id: str, scope: ScopeRef,
     if session["status"] == "recovered":
         warnings.add(
             "WARN_SESSION_RECOVERED",
-            f"session {session_id} was closed as idle at {session.get('ended_at')}, and its work was handed "
-            "over as it stood then; this write is kept: end with memory_save_handoff, which closes the "
-            "recovery handoff, or start a new session with memory_bootstrap_session",
+            f"session {session_id} was closed as idle by a later session's bootstrap (its last write before "
+            f"was at {session.get('ended_at')}), and its work was handed over as it stood then; this write is "
+            "kept: end with memory_save_handoff, which closes the recovery handoff, or start a new session "
+            "with memory_bootstrap_session",
         )
     return session
