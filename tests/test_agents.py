@@ -211,6 +211,16 @@ def test_markers_named_in_a_persons_text_are_text_not_a_block(tmp_path: Path, me
     assert "# v1" not in text
 
 
+def test_a_long_file_is_written_back_whole(tmp_path: Path) -> None:
+    """The file was read up to 256 KiB and written back so: a team's long AGENTS.md lost its end."""
+    target = tmp_path / "AGENTS.md"
+    rest = "".join(f"Rule {n}: keep the build green, always and everywhere.\n" for n in range(8000))
+    target.write_text(f"{BEGIN_MARKER}\n# v1\n{END_MARKER}\n{rest}")
+    assert len(target.read_bytes()) > 8 * MAX_AGENTS_BYTES
+    install([Plan("project", target, "# v2\n")], "append", Warnings())
+    assert target.read_text() == f"{BEGIN_MARKER}\n# v2\n{END_MARKER}\n{rest}"
+
+
 def test_overwrite_and_placeholder_warning(tmp_path: Path) -> None:
     target = tmp_path / "sub" / "AGENTS.md"
     warnings = Warnings()

@@ -525,14 +525,26 @@ def followed(path: Path, store_root: Path | None) -> Path:
     )
 
 
+MAX_EDITED_CHARS = 8 * 1024 * 1024
+"""The longest file codexmem writes its block into: it is read whole and written back whole
+(a read cut at 256 KiB once wrote back the cut file, losing the rest); a longer one is refused."""
+
+
 def _read_existing(path: Path) -> str | None:
     try:
         with open(path, encoding="utf-8", newline="") as fh:
-            return fh.read(MAX_AGENTS_BYTES * 8)
+            text = fh.read(MAX_EDITED_CHARS + 1)
     except FileNotFoundError:
         return None
     except UnicodeDecodeError:
         raise CodexmemError("ERR_AGENTS_WRITE_DENIED", f"{path} is not UTF-8 text; left untouched") from None
+    if len(text) > MAX_EDITED_CHARS:
+        raise CodexmemError(
+            "ERR_AGENTS_WRITE_DENIED",
+            f"{path} is longer than the {MAX_EDITED_CHARS:,} characters codexmem edits; left untouched "
+            "(Codex reads its first 32 KiB only: shorten it)",
+        )
+    return text
 
 
 def global_agents_path() -> Path:
