@@ -42,6 +42,9 @@ SESSION_MOVES: dict[str, tuple[str, ...]] = {
     "paused": ("ended",),
     "recovered": ("ended",),
 }
+MAX_RECOVERED = 50
+"""Idle sessions one bootstrap recovers, oldest first (the rest at the next): a team's merge can
+bring hundreds at once, and recovering 1,000 took a first bootstrap 8 s."""
 RECOVERY_LIST_ITEMS = 20
 RECOVERY_SUMMARY_CHARS = 1500
 RECOVERY_NOTES_READ = 100
@@ -158,15 +161,21 @@ def recover_idle_sessions(
     hands over. Returns the recovered session ids.
     """
     cutoff = format_ts(now - timedelta(minutes=store.config.sessions.idle_recovery_minutes))
-    candidates = store.fresh_index().select(
+    index = store.fresh_index()
+    candidates = index.select(
         SESSION, where={"workspace_id": workspace_id, "status": "active"}, order=[("created_at", False)]
     )
+    idle: list[str] = []
+    for candidate in candidates:  # oldest first: the first ones are idle, and the scan stops at the bound
+        if last_activity(index, candidate) < cutoff:
+            idle.append(candidate["session_id"])
+            if len(idle) == MAX_RECOVERED:
+                break
+    if not idle:
+        return []
     recovered = []
-    for candidate in candidates:
-        sid = candidate["session_id"]
-        if last_activity(store.index, candidate) >= cutoff:
-            continue
-        with write(store, actor, now, warnings) as txn:  # one transaction per session
+    with write(store, actor, now, warnings) as txn:  # one transaction for all: its fsyncs, not one set each
+        for sid in idle:
             current = txn.get(SESSION, sid)
             if current is None or current["status"] != "active":
                 continue
@@ -186,7 +195,7 @@ def recover_idle_sessions(
                 handoff = _recovery_handoff(store.index, recovery_handoff_id(sid), current, ended)
                 if handoff is not None:
                     txn.put(HANDOFF, handoff, event_type="created", changed=[])
-        recovered.append(sid)
+            recovered.append(sid)
     return recovered
 
 
