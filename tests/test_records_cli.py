@@ -174,3 +174,31 @@ def test_check_names_the_command_that_fixes_a_repeated_ticket_and_it_works(tmp_p
     assert fixed.returncode == 0, fixed.stderr
     after = run_cli("check", "--store", str(path))
     assert after.returncode == 0, after.stdout
+
+
+def test_an_edit_over_an_older_file_put_back_is_refused_until_check_s_fix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file put back at version 1 (an undo, a checkout) after an edit to version 2: the next edit
+    was written as a second version 2, its event hiding that the status went back too."""
+    store, ids = bugs_store(tmp_path / "s", 1)
+    path = store / "channels/bugs/items" / f"{ids[0]}.yaml"
+    first = path.read_bytes()
+    args = ["items", "edit", "bugs", ids[0], "--store", str(store)]
+    assert main([*args, "--json", '{"status": "triaged"}']) == 0
+    path.write_bytes(first)
+    capsys.readouterr()
+    logged = len(events_of(store))
+    assert main([*args, "--json", '{"points": 5}', "--expected-version", "1"]) == 2
+    err = capsys.readouterr().err
+    assert f"item {ids[0]}: its file holds version 1 but its events reach version 2" in err, err
+    assert "codexmem check" in err
+    assert path.read_bytes() == first and len(events_of(store)) == logged
+    assert main(["check", "--store", str(store)]) == 1
+    out = capsys.readouterr().out
+    assert f"{ids[0]}.yaml" in out, out
+    assert "rolled back" in out and "codexmem resolve" in out
+    assert main(["resolve", "--store", str(store)]) == 0
+    assert main([*args, "--json", '{"points": 5}']) == 0
+    assert capsys.readouterr().out.endswith(f"{ids[0]} is now at version 4\n")
+    assert main(["check", "--store", str(store)]) == 0

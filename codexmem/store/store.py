@@ -183,6 +183,15 @@ class Transaction:
         data = validate_record(kind, data, rid, channel) if kind is not CHANNEL else _validate_channel(data)
         current = self.get(kind, rid, channel)
         expected = 1 if current is None else int(current.get("version", 0)) + 1
+        logged = max((v for _, v in self.store.index.heads(kind, rid)), default=0)
+        if (kind.name, rid) not in self._heads and logged >= expected:
+            raise CodexmemError(
+                "ERR_INVALID_STATE",
+                f"{kind.name} {rid}: its file holds version {expected - 1} but its events reach version {logged} "
+                "(a checkout or an undo put an older file back?): a change written over it would hide what "
+                "went back; run `codexmem check`, which names the file and the fix, then retry",
+                current_version=expected - 1,
+            )
         if int(data.get("version", 0)) != expected:
             raise CodexmemError(
                 "ERR_VERSION_CONFLICT",
