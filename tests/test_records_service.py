@@ -348,3 +348,30 @@ def test_a_reindex_beside_a_running_process_expires_its_cursors_as_it_would_afte
     assert _error(expired).code == "ERR_CURSOR_EXPIRED" and store.index.epoch != epoch
     fresh = service.poll_events(store, since=_error(expired).extra["next_since"], channel_id=None, limit=100)
     assert fresh.events == []
+
+
+def test_redacted_values_are_validated_as_they_would_be_stored(tmp_path: Path) -> None:
+    """With secrets: redact, a url's password and two tokens in a unique field were redacted after
+    validation: the stored url no longer parsed and the two tickets became one, and check failed."""
+    import store_fixtures
+
+    store = store_fixtures.new_store(tmp_path / "store", secrets="redact")
+    schema = {
+        "name": "Leaks",
+        "fields": [
+            {"key": "title", "label": "Title", "type": "text", "is_required": True},
+            {"key": "link", "label": "Link", "type": "url"},
+            {"key": "token", "label": "Token", "type": "text", "is_unique": True},
+        ],
+    }
+    service.add_channel(store, "leaks", schema, actor=PERSON, now=NOW)
+    url = "https://admin:Sup3rSecretPassw0rd@example.com/y"
+    with pytest.raises(CodexmemError) as refused:
+        service.create_item(store, "leaks", {"title": "a", "link": url}, actor=PERSON, now=NOW)
+    assert refused.value.code == "ERR_VALIDATION_FAILED" and [f["key"] for f in refused.value.fields or []] == ["link"]
+    first, second = "ghp_" + "A1b2C3d4E5f6" * 3, "ghp_" + "Z9y8X7w6V5u4" * 3
+    service.create_item(store, "leaks", {"title": "b", "token": first}, actor=PERSON, now=NOW)
+    with pytest.raises(CodexmemError) as twice:
+        service.create_item(store, "leaks", {"title": "c", "token": second}, actor=PERSON, now=NOW)
+    assert [f["key"] for f in twice.value.fields or []] == ["token"]
+    assert check_store(store.root).errors == []

@@ -30,6 +30,7 @@ from codexmem.records.values import (
 from codexmem.store import events as ev
 from codexmem.store.ids import check_channel_id, check_record_id
 from codexmem.store.layout import CHANNEL, ITEM
+from codexmem.store.screen import screen
 from codexmem.store.store import Store, Transaction
 from codexmem.timeutil import format_ts
 
@@ -418,8 +419,15 @@ def _schema_in(txn: Transaction, channel_id: str) -> ChannelSchema:
 def _validated(
     txn: Transaction, schema: ChannelSchema, item_id: str, values: dict[str, Any], *, existing: dict[str, Any] | None
 ) -> dict[str, Any]:
-    """The values to store, or one ERR_VALIDATION_FAILED listing every failing field, uniqueness included."""
+    """The values to store, or one ERR_VALIDATION_FAILED listing every failing field, uniqueness included.
+
+    Credentials are screened first, so what is validated is what would be stored: redacted, a url
+    with a password no longer parses, and two tokens in a unique field become the same value.
+    """
     index = txn.store.index
+    screened, redacted = screen({"values": values}, txn.store.config.privacy.secrets)
+    txn.redacted.extend(redacted)
+    values = screened["values"]
 
     def relation_exists(channel: str, rid: str) -> bool:
         return index.get(ITEM, rid, channel) is not None
