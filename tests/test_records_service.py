@@ -375,3 +375,26 @@ def test_redacted_values_are_validated_as_they_would_be_stored(tmp_path: Path) -
         service.create_item(store, "leaks", {"title": "c", "token": second}, actor=PERSON, now=NOW)
     assert [f["key"] for f in twice.value.fields or []] == ["token"]
     assert check_store(store.root).errors == []
+
+
+def test_unique_values_compare_as_equal_values_not_as_their_spelling(tmp_path: Path) -> None:
+    """``1`` and ``1.0``, ``0`` and ``-0.0``, a multi-select's ``[a, b]`` and ``[b, a]`` were two values."""
+    store = Store(new_store(tmp_path / "store"))
+    options = {"options": [{"value": v, "label": v.upper(), "color": "#64748b"} for v in ("a", "b")]}
+    schema = {
+        "name": "Runs",
+        "fields": [
+            {"key": "seq", "label": "Seq", "type": "number", "is_unique": True},
+            {"key": "set", "label": "Set", "type": "multi_select", "is_unique": True, "config": options},
+        ],
+    }
+    service.add_channel(store, "runs", schema, actor=PERSON, now=NOW)
+    for first, again in (
+        ({"seq": 1}, {"seq": 1.0}),
+        ({"seq": 0}, {"seq": -0.0}),
+        ({"set": ["a", "b"]}, {"set": ["b", "a"]}),
+    ):
+        service.create_item(store, "runs", first, actor=PERSON, now=NOW)
+        with pytest.raises(CodexmemError) as refused:
+            service.create_item(store, "runs", again, actor=PERSON, now=NOW)
+        assert refused.value.code == "ERR_VALIDATION_FAILED" and "must be unique" in str(refused.value.fields), again

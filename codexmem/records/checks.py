@@ -16,6 +16,7 @@ from codexmem.models.channel import ChannelSchema
 from codexmem.records.fields import stored_item_problems, unique_keys
 from codexmem.records.schema_diff import field_renames
 from codexmem.store.check import Finding, StoreScan
+from codexmem.store.index.schema import unique_marker
 from codexmem.store.layout import CHANNEL, ITEM
 
 
@@ -100,7 +101,7 @@ def _unique_findings(channel: str, schema: ChannelSchema, items: list[tuple[str,
             value = data["values"].get(key)
             if value is None:
                 continue
-            marker = repr(value)
+            marker = unique_marker(value)
             if marker in seen:
                 other, _ = seen[marker]
                 shown = json.dumps(value, ensure_ascii=False)

@@ -19,7 +19,7 @@ from codexmem.errors import CodexmemError, field_path, validation_fields
 from codexmem.models.channel import ChannelSchema, FieldConfig, FieldDef, FieldOption, SchemaProblems
 from codexmem.records.fields import preview_values, unique_keys
 from codexmem.store.index import Index
-from codexmem.store.index.schema import dedupe_keys
+from codexmem.store.index.schema import dedupe_keys, unique_marker
 from codexmem.store.layout import ITEM
 
 
@@ -130,7 +130,7 @@ def unique_failures(
         probe = dedupe_keys(ITEM, {"record_channel_id": channel, "values": values}, (key,))
         rows = index.select(ITEM, keys=probe, where={"channel": channel}, order=[("id", False)])
         for other in rows:
-            if other["item_id"] != item_id and repr(other["values"].get(key)) == repr(values[key]):
+            if other["item_id"] != item_id and unique_marker(other["values"].get(key)) == unique_marker(values[key]):
                 holder[key] = other["item_id"]
                 break
     return [

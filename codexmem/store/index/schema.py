@@ -12,7 +12,7 @@ from typing import Any
 from codexmem.store.index.stems import TOKENIZER, spaced
 from codexmem.store.layout import CHANNEL, CHANNELS_DIR, HANDOFF, IMPORT, ITEM, ITEMS_DIR, NOTE, SCHEMA_FILE, Kind
 
-SCHEMA_VERSION = 23
+SCHEMA_VERSION = 24
 
 
 SEQ_FACTOR = 10_000_000_000  # public sequence = epoch * SEQ_FACTOR + local sequence
@@ -218,13 +218,23 @@ def dedupe_key(*parts: Any) -> str:
     return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
 
+def unique_marker(value: Any) -> str:
+    """What an ``is_unique`` value is compared as: equal values, one marker (``repr`` told ``1`` from
+    ``1.0`` and ``0`` from ``-0.0``, and a multi-select's ``[a, b]`` from ``[b, a]``)."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(sorted(unique_marker(v) for v in value)) + "]"
+    return repr(value)
+
+
 def dedupe_keys(kind: Kind, data: dict[str, Any], unique_fields: Sequence[str] = ()) -> list[str]:
     """The keys under which a save looks for this record before writing (``record_keys``).
 
     A note: its project, type, title and content (memory_save_note's dedupe within a session, an
     import's within the project). A handoff, while open: its workspace and task. An import audit:
     its project and source with its external_id, and with its payload_hash. An item: its channel
-    with each ``unique_fields`` value it holds (as ``repr``, as the uniqueness check compares).
+    with each ``unique_fields`` value it holds (as :func:`unique_marker`, as the uniqueness check compares).
     Recomputed on every change, so a handoff that closes leaves the open lookup.
     """
     scope = data.get("scope") or {}
@@ -246,7 +256,7 @@ def dedupe_keys(kind: Kind, data: dict[str, Any], unique_fields: Sequence[str] =
         values = data.get("values") or {}
         channel = data.get("record_channel_id")
         return [
-            dedupe_key("item", channel, field, repr(values[field]))
+            dedupe_key("item", channel, field, unique_marker(values[field]))
             for field in unique_fields
             if values.get(field) is not None
         ]
