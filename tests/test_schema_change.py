@@ -342,6 +342,22 @@ def test_channels_update_says_what_changes_and_which_items_it_leaves_behind(tmp_
     assert (again.returncode, again.stdout) == (0, f"nothing changed: {new} is the schema of channel bugs already\n")
 
 
+def test_a_field_made_unique_names_the_items_that_share_a_value(tmp_path: Path) -> None:
+    """It said only "is unique false -> true", though check failed at once on the two items."""
+    path = tmp_path / "s"
+    ids = _triaged(path, 3)  # all three at 3 points
+    _edit(path, ids[2], {"points": 5})
+
+    def unique_points(schema: dict[str, Any]) -> None:
+        _field(schema, "points")["is_unique"] = True
+
+    done = run_cli("channels", "update", "bugs", "--schema", str(_schema_copy(path, tmp_path, unique_points)),
+                   "--store", str(path), "--dry-run")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    shown = ", ".join(sorted(ids[:2]))
+    assert f"2 items of bugs hold values this schema refuses ({shown}): " in done.stdout, done.stdout
+
+
 def test_channels_update_refuses_what_it_cannot_do_and_writes_nothing(tmp_path: Path) -> None:
     path = tmp_path / "s"
     bugs_store(path, 1)

@@ -17,7 +17,7 @@ from typing import Any
 from codexmem.errors import CodexmemError
 from codexmem.models.channel import ChannelSchema
 from codexmem.models.records import Item
-from codexmem.records.fields import outdated_values, stored_item_problems, validate_values
+from codexmem.records.fields import outdated_values, stored_item_problems, unique_keys, validate_values
 from codexmem.records.schema_diff import schema_changes
 from codexmem.records.values import (
     in_schema_order,
@@ -29,6 +29,7 @@ from codexmem.records.values import (
 )
 from codexmem.store import events as ev
 from codexmem.store.ids import check_channel_id, check_record_id
+from codexmem.store.index.schema import unique_marker
 from codexmem.store.layout import CHANNEL, ITEM
 from codexmem.store.screen import screen
 from codexmem.store.store import Store, Transaction
@@ -175,7 +176,14 @@ def _refused_items(txn: Transaction, schema: ChannelSchema) -> list[str]:
         return index.get(ITEM, rid, channel) is not None
 
     rows = index.select(ITEM, where={"channel": schema.record_channel_id}, order=[("id", False)])
-    return [str(row["item_id"]) for row in rows if stored_item_problems(schema, row["values"], relation_exists)]
+    refused = {str(row["item_id"]) for row in rows if stored_item_problems(schema, row["values"], relation_exists)}
+    for key in unique_keys(schema):  # a field made unique while items share a value: each of them
+        holders: dict[str, list[str]] = {}
+        for row in rows:
+            if row["values"].get(key) is not None:
+                holders.setdefault(unique_marker(row["values"][key]), []).append(str(row["item_id"]))
+        refused.update(i for ids in holders.values() if len(ids) > 1 for i in ids)
+    return sorted(refused)
 
 
 # ------------------------------------------------------------------------------------- reads
