@@ -7,6 +7,7 @@ import sys
 import textwrap
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from records_fixtures import ALL_TYPES, BUGS_SCHEMA, NOW, PERSON, bug_values, bugs_store, events_of, new_store
@@ -398,3 +399,43 @@ def test_unique_values_compare_as_equal_values_not_as_their_spelling(tmp_path: P
         with pytest.raises(CodexmemError) as refused:
             service.create_item(store, "runs", again, actor=PERSON, now=NOW)
         assert refused.value.code == "ERR_VALIDATION_FAILED" and "must be unique" in str(refused.value.fields), again
+
+
+@pytest.mark.parametrize(
+    ("where", "bad"),
+    [
+        ("name", "Bugs\x1b[31m"),
+        ("name", "Bugs\nNext row"),
+        ("fields[0].label", "Ti\x07tle"),
+        ("fields[1].config.options[0].value", "a\x1bb"),
+        ("description", "bell \x07"),
+    ],
+)
+def test_a_schema_refuses_control_characters_in_what_people_and_agents_read(
+    tmp_path: Path, where: str, bad: str
+) -> None:
+    """Accepted, they recoloured `channels list`, split its rows, or made an option no tool call
+    could send back (every argument is refused a control character)."""
+    store = Store(new_store(tmp_path / "store"))
+    schema: dict[str, Any] = {
+        "name": "Bugs",
+        "description": "",
+        "fields": [
+            {"key": "title", "label": "Title", "type": "text"},
+            {"key": "state", "label": "State", "type": "select", "config": {"options": ["open", "done"]}},
+        ],
+    }
+    if where == "fields[1].config.options[0].value":
+        schema["fields"][1]["config"]["options"][0] = {"value": bad, "label": "A"}
+    elif where == "fields[0].label":
+        schema["fields"][0]["label"] = bad
+    else:
+        schema[where] = bad
+    with pytest.raises(CodexmemError) as refused:
+        service.add_channel(store, "bugs", schema, actor=PERSON, now=NOW)
+    assert where in str(refused.value.message) + str(refused.value.fields), (
+        refused.value.message,
+        refused.value.fields,
+    )
+    assert "control characters" in str(refused.value.message) + str(refused.value.fields)
+    assert not (store.root / "channels" / "bugs").exists()

@@ -12,12 +12,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Final, Literal, get_args
+from typing import Annotated, Any, Final, Literal, get_args
 
 import webcolors
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from codexmem.errors import field_path
+from codexmem.errors import NOT_ONE_LINE, control_problem, field_path
 from codexmem.models.base import Version
 from codexmem.models.formula import BUILTIN_REFERENCES, Formula, FormulaError, parse
 
@@ -66,6 +66,26 @@ CONFIG_APPLIES_TO: Final[Mapping[str, frozenset[str]]] = {
 """Which field types each config key means something for; a stray key is a schema mistake."""
 
 
+def _one_line(text: str) -> str:
+    """A name, label or option value is one line a table or a terminal shows as it is: an escape
+    sequence recoloured `channels list`, a line break split its rows, and an option holding one
+    could never be sent back (a tool refuses control characters in every argument)."""
+    if NOT_ONE_LINE.search(text):
+        raise ValueError("must be one line of text, without control characters")
+    return text
+
+
+def _no_control(text: str) -> str:
+    problem = control_problem(text)
+    if problem is not None:
+        raise ValueError(problem)
+    return text
+
+
+OneLine = Annotated[str, AfterValidator(_one_line)]
+Text = Annotated[str, AfterValidator(_no_control)]
+
+
 class FieldOption(BaseModel):
     """One choice of a select field: ``value`` is stored, ``label`` is what people see.
 
@@ -76,8 +96,8 @@ class FieldOption(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    value: str = Field(min_length=1, max_length=200)
-    label: str = Field(min_length=1, max_length=200)
+    value: OneLine = Field(min_length=1, max_length=200)
+    label: OneLine = Field(min_length=1, max_length=200)
     color: str
 
     @field_validator("color")
@@ -137,7 +157,7 @@ class FieldDef(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     key: str
-    label: str = Field(min_length=1, max_length=200)
+    label: OneLine = Field(min_length=1, max_length=200)
     type: FieldType
     is_required: bool = False
     is_unique: bool = False
@@ -266,8 +286,8 @@ class ChannelSchema(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     record_channel_id: str
-    name: str = Field(min_length=1, max_length=200)
-    description: str = ""
+    name: OneLine = Field(min_length=1, max_length=200)
+    description: Text = ""
     fields: list[FieldDef]
     version: Version = 1
 
