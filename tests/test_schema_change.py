@@ -14,11 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from records_fixtures import PERSON, bugs_store, call, events_of, mcp_client, run_cli
 from store_fixtures import git, make_repo
 
+from codexmem.errors import CodexmemError
 from codexmem.records import service
 from codexmem.render.site.build import build_site
+from codexmem.store.layout import ITEM
 from codexmem.store.store import Store
 from codexmem.store.yamlio import dump_yaml, load_yaml
 from codexmem.timeutil import utcnow
@@ -397,3 +400,23 @@ def test_the_site_shows_a_schema_change_as_its_changes(tmp_path: Path) -> None:
     history = page[page.index('<section class="history"') :].split("</section>", 1)[0]
     assert '<ul class="schema-changes"><li>owner: option ren (Ren) removed</li></ul>' in history
     assert "&#39;key&#39;" not in history and "{" not in history  # no dump of the whole fields list
+
+
+def test_an_edit_is_checked_against_the_schema_file_as_it_is_now(tmp_path: Path) -> None:
+    """A schema rewritten in place (same file, same folder) was not seen for up to 5 s by a running
+    server: an option just removed was still accepted."""
+    path = tmp_path / "s"
+    _, ids = bugs_store(path, 1)
+    store = Store(path)  # a running server: its index is fresh now
+    assert store.fresh_index().get(ITEM, ids[0], "bugs") is not None
+    schema = load_yaml((path / SCHEMA).read_text(encoding="utf-8"))
+    _drop_ren(schema)
+    with open(path / SCHEMA, "r+", encoding="utf-8") as fh:  # in place: no new file, no folder change
+        fh.write(dump_yaml(schema))
+        fh.truncate()
+    with pytest.raises(CodexmemError) as refused:
+        service.edit_item(
+            store, "bugs", ids[0], {"owner": "ren"}, expected_version=None, idempotency_key=None, actor=PERSON,
+            now=utcnow(),
+        )  # fmt: skip
+    assert [f["key"] for f in refused.value.fields or []] == ["owner"]

@@ -10,6 +10,7 @@ Formula values are computed at ``now``, on every read.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -420,8 +421,13 @@ def _item_not_found(channel_id: str, item_id: str) -> CodexmemError:
 
 
 def _schema_in(txn: Transaction, channel_id: str) -> ChannelSchema:
-    # The index was refreshed when the transaction took the lock.
-    return get_schema(txn.store, channel_id)
+    """The schema an edit is checked against: its file as it is under the lock. The index's copy
+    can be a few seconds behind a hand edit that rewrote the file in place (a removed option was
+    still accepted), as the lock's quick look sees new files, not rewritten ones."""
+    data = txn.get(CHANNEL, channel_id)
+    if data is None:
+        return get_schema(txn.store, channel_id)  # says why: no such channel, or its file is unreadable
+    return schema_from_json(json.dumps(data, ensure_ascii=False))
 
 
 def _validated(
