@@ -270,6 +270,11 @@ def test_poll_hands_out_a_cursor_of_the_current_index_and_expires_it_on_rebuild(
     with pytest.raises(CodexmemError) as made_up:  # never a next_since: not said to be from a rebuilt index only
         service.poll_events(store, since=5, channel_id=None, limit=100)
     assert "rebuilt since, or the number never was one" in _error(made_up).message
+    # Past the newest event: accepted, it skipped the events up to it once they came.
+    ahead = fresh.idle_since + 5
+    with pytest.raises(CodexmemError) as future:
+        service.poll_events(store, since=ahead, channel_id=None, limit=100)
+    assert _error(future).code == "ERR_CURSOR_EXPIRED" and _error(future).extra["next_since"] == fresh.idle_since
 
 
 def test_an_empty_log_gives_a_cursor_that_still_works(tmp_path: Path) -> None:

@@ -235,14 +235,14 @@ def poll_events(store: Store, *, since: int, channel_id: str | None, limit: int)
     if channel_id is not None:
         get_schema(store, channel_id)
     local = index.local_seq(since)
-    if local is None:
+    ceiling = index.last_seq()
+    if local is None or local > ceiling:  # past the newest event: the events up to it would be skipped
         raise CodexmemError(
             "ERR_CURSOR_EXPIRED",
             f"since {since} is no next_since of this index (it was rebuilt since, or the number never was one): "
             "list the channel again, then poll from error.next_since",
-            next_since=index.public_seq(index.last_seq()),
+            next_since=index.public_seq(ceiling),
         )
-    ceiling = index.last_seq()
     rows = index.events_after(local, channel=channel_id, limit=limit + 1)
     return PollResult(rows[:limit], len(rows) > limit, index.public_seq(max(local, ceiling)))
 
