@@ -297,6 +297,23 @@ async def test_the_seed_rejection_names_every_field_with_what_is_allowed(tmp_pat
     assert item["version"] == 1 and item["values"]["status"] == "new"
 
 
+async def test_a_control_character_is_one_failure_among_the_others_json_keys_included(tmp_path: Path) -> None:
+    """The argument screen refused it alone, as ERR_INVALID_INPUT naming values.title, hiding the
+    status and points failures; and a json value's keys went unscreened."""
+    path, ids = bugs_store(tmp_path / "s", 1)
+    everything, item, _ = await _everything(tmp_path / "e")
+    async with mcp_client(path) as client:
+        envelope = await _edit(client, ids[0], {"title": "a\x1bb", "status": "Fixed", "points": 99}, 1, "k")
+    error = envelope["error"]
+    assert error["code"] == "ERR_VALIDATION_FAILED"
+    assert [f["key"] for f in error["fields"]] == ["title", "status", "points"]
+    assert "must not hold control characters (U+001B at character 2)" in error["fields"][0]["message"]
+    async with mcp_client(everything) as client:
+        keyed = await _edit(client, item, {"json": {"\x1b[31m": 1}}, 1, "k", "everything")
+    assert [f["key"] for f in keyed["error"]["fields"]] == ["json"] and "control characters" in str(keyed["error"])
+    assert len(events_of(path)) == 2 and len(events_of(everything)) == 4, "nothing written"
+
+
 async def test_one_bad_field_rejects_the_whole_edit_and_nothing_is_coerced(tmp_path: Path) -> None:
     path, ids = bugs_store(tmp_path / "s", 1)
     async with mcp_client(path) as client:

@@ -164,6 +164,7 @@ TOOLS: list[ToolSpec] = [
         handler=_edit_item,
         read_only=False,
         destructive=True,
+        checks_own_text=("values",),
         idempotent=True,
     ),
     ToolSpec(

@@ -39,6 +39,9 @@ class ToolSpec:
     destructive: bool = False
     idempotent: bool = False
     title: str | None = None
+    checks_own_text: tuple[str, ...] = ()
+    """Arguments whose control characters the handler reports itself, with their other failures
+    (an item's ``values``: every field's problems in one answer, as ``error.fields[].key``)."""
 
     def input_schema(self) -> dict[str, Any]:
         schema: dict[str, Any] = _strip_titles(self.input_model.model_json_schema())
@@ -59,7 +62,7 @@ def parse_arguments(spec: ToolSpec, arguments: dict[str, Any] | None) -> ToolInp
             "ERR_INVALID_INPUT", f"arguments {message}", fields=[{"field": "(arguments)", "message": message}]
         ) from None
 
-    controls = _control_characters(arguments or {})
+    controls = _control_characters({k: v for k, v in (arguments or {}).items() if k not in spec.checks_own_text})
     if controls:
         raise _refusal(controls)
     return parsed

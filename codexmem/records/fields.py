@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import date
 from difflib import SequenceMatcher
 from typing import Any, Final
@@ -479,23 +479,37 @@ _SIMPLE_CHECKS: Final[Mapping[str, Callable[[FieldDef, Any, _Failures], None]]] 
 }
 
 
-def _has_surrogate(value: Any) -> bool:
-    """True if any string inside ``value`` cannot be written as UTF-8 (a lone ``\\ud800``)."""
+def _strings_in(value: Any) -> Iterator[str]:
+    """Every string a value holds, a json value's keys included (walked with a list, not recursion:
+    a json value may nest deeply; at most 100,000 parts)."""
     stack: list[Any] = [value]
     seen = 0
     while stack and seen < 100_000:
         item = stack.pop()
         seen += 1
         if isinstance(item, str):
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
-                return True
+            yield item
         elif isinstance(item, list):
             stack.extend(item)
         elif isinstance(item, dict):
             stack.extend(item.keys())
             stack.extend(item.values())
+
+
+def _control_in(value: Any) -> str | None:
+    """Why a value is refused for a control character in any string it holds, a json value's keys
+    included (the first), or None: reported with the field's other failures (the tools leave
+    ``values`` to this check; the other types' own rules refuse what they cannot hold)."""
+    return next((p for text in _strings_in(value) if (p := control_problem(text)) is not None), None)
+
+
+def _has_surrogate(value: Any) -> bool:
+    """True if any string inside ``value`` cannot be written as UTF-8 (a lone ``\\ud800``)."""
+    for text in _strings_in(value):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
     return False
 
 
@@ -569,7 +583,7 @@ def validate_values(
                 out.add(key, f"values.{key} is required and cannot be cleared")
             else:
                 merged.pop(key, None)
-        elif f.type == "text" and isinstance(value, str) and (problem := control_problem(value)) is not None:
+        elif f.type in ("text", "json") and (problem := _control_in(value)) is not None:  # others: own rules
             out.add(key, f"values.{key} {problem}")
         else:
             before = len(out.entries)
