@@ -112,7 +112,7 @@ def test_the_site_rule_follows_the_store_and_never_hides_a_repositorys_own_pages
     subprocess.run(["git", "commit", "-q", "-m", "pages"], cwd=pages, check=True, env=GIT_ENV)
     monkeypatch.chdir(pages)
     code, out, _ = run(capsys, "init")
-    assert code == 0 and "left .gitignore as it was (_site/ holds committed files: not ignored)" in out, out
+    assert code == 0 and "did not create .gitignore (_site/ holds committed files: not ignored)" in out, out
     assert not (pages / ".gitignore").exists()
 
 
