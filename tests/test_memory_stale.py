@@ -166,3 +166,11 @@ async def test_a_shared_store_anchors_only_notes_of_a_repository_it_can_see(tmp_
     assert "anchor" not in note_file(shared, nid)
     code, out = cli("stale", "--store", str(shared))
     assert code == 0 and "stale: 0 of 0 anchored notes" in out
+
+
+def test_head_tree_knows_files_and_the_folders_that_hold_them() -> None:
+    from codexmem.memory.anchors import HeadTree
+
+    tree = HeadTree("c0", {"src/api/orders.go": "b1", "README.md": "b2"})
+    assert all(tree.has(p) for p in ("src/api/orders.go", "README.md", "src", "src/api", "src/api/"))
+    assert not any(tree.has(p) for p in ("sr", "src/ap", "src/api/orders", "docs", "README"))

@@ -11,6 +11,7 @@ config declares for it (``roots``); a note of another repository of a shared sto
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import posixpath
@@ -153,7 +154,13 @@ class HeadTree:
 
     def has(self, path: str) -> bool:
         """A file at ``path``, or a folder holding files."""
-        return path in self.blobs or any(p.startswith(path.rstrip("/") + "/") for p in self.blobs)
+        return path in self.blobs or path.rstrip("/") in self.folders
+
+    @functools.cached_property
+    def folders(self) -> frozenset[str]:
+        """Every folder holding a file, made once: asking each path of each note over every file
+        took check 35 s at 1,000 notes and 50,000 files."""
+        return frozenset(p[:i] for p in self.blobs for i in range(len(p)) if p[i] == "/")
 
 
 _TREES: dict[str, HeadTree] = {}
