@@ -211,14 +211,15 @@ def bootstrap_session(
 def warn_unreadable(index: Index, warnings: Warnings, *, under: str = "") -> None:
     """What ``codexmem check`` would report as unreadable is left out of every answer: say so
     (``under``: only the files below that folder of the store, such as one channel's)."""
-    bad = [b for b in index.bad_files() if b.path.startswith(under)]
+    bad = index.bad_files(under, limit=UNREADABLE_SHOWN)
     if bad:
-        shown = ", ".join(b.path for b in bad[:UNREADABLE_SHOWN])
-        more = f" and {len(bad) - UNREADABLE_SHOWN} more" if len(bad) > UNREADABLE_SHOWN else ""
-        count = "1 file" if len(bad) == 1 else f"{len(bad)} files"
+        total = index.bad_file_count(under) if len(bad) == UNREADABLE_SHOWN else len(bad)
+        shown = ", ".join(b.path for b in bad)
+        more = f" and {total - UNREADABLE_SHOWN} more" if total > UNREADABLE_SHOWN else ""
+        count = "1 file" if total == 1 else f"{total} files"
         warnings.add(
             "WARN_UNREADABLE_FILES",
-            f"{count} in the store cannot be read and {'is' if len(bad) == 1 else 'are'} left out of every "
+            f"{count} in the store cannot be read and {'is' if total == 1 else 'are'} left out of every "
             f"answer ({shown}{more}); ask the user to run `codexmem check`, which says what is wrong",
         )
 

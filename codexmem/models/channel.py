@@ -10,6 +10,7 @@ schema fails on ``model_validate`` and never at read time.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Annotated, Any, Final, Literal, get_args
@@ -214,8 +215,8 @@ def _structural_problems(i: int, f: FieldDef) -> list[Problem]:
         if not cfg.options:
             problems.append(((*cfg_at, "options"), f"{name} needs at least one option, such as options: [open, done]"))
         else:
-            values = [o.value for o in cfg.options]
-            dupes = sorted({v for v in values if values.count(v) > 1})
+            counted = Counter(o.value for o in cfg.options)  # not list.count per option: 20,000 options took 3.8 s
+            dupes = sorted(v for v, n in counted.items() if n > 1)
             if dupes:
                 problems.append(((*cfg_at, "options"), f"option values must be unique, repeated: {dupes}"))
     if f.type == "rating" and cfg.max_stars is None:

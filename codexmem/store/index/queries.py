@@ -351,9 +351,20 @@ class Queries(IndexConnection):
         )
         return [rowid for (rowid,) in rows if rowid in wanted]
 
-    def bad_files(self) -> list[BadFile]:
+    def bad_files(self, under: str = "", limit: int = -1) -> list[BadFile]:
+        """The store's files the index could not use, by path; ``under``: only below that folder
+        (a channel's: SQLite reads those rows alone, not every unreadable note)."""
         with self._mutex:
-            return [BadFile(r[0], r[1]) for r in self.conn.execute("SELECT path, problem FROM bad_files ORDER BY path")]
+            rows = self.conn.execute(
+                "SELECT path, problem FROM bad_files WHERE substr(path, 1, ?) = ? ORDER BY path LIMIT ?",
+                (len(under), under, limit),
+            )
+            return [BadFile(r[0], r[1]) for r in rows]
+
+    def bad_file_count(self, under: str = "") -> int:
+        with self._mutex:
+            row = self.conn.execute("SELECT COUNT(*) FROM bad_files WHERE substr(path, 1, ?) = ?", (len(under), under))
+            return int(row.fetchone()[0])
 
     def bad_file(self, rel: str) -> BadFile | None:
         """The problem of one store file the index could not use, if it has one."""
