@@ -156,7 +156,8 @@ async def test_a_cursor_is_refused_by_another_search_and_one_past_the_end_finds_
             for change in ({"query": "rule"}, {"limit": 20}, {"scope": other_scope}, {"include_handoffs": True})
         ]
         bent = [await call(client, "memory_search", **asked, cursor=c) for c in ("1." + digest, "x" + deep)]
-        past = await call(client, "memory_search", **asked, cursor=f"9000.0.{digest}")
+        row = deep.split(".")[2]
+        past = await call(client, "memory_search", **asked, cursor=f"9000.0.{row}.{digest}")
         again = await call(client, "memory_search", **asked, cursor=deep)
     assert [len(p["results"]) for p in pages] == [10] * 6
     for refused in others:
@@ -167,3 +168,24 @@ async def test_a_cursor_is_refused_by_another_search_and_one_past_the_end_finds_
         assert "must be a next_cursor of memory_search" in refused["error"]["message"]
     assert past["data"] == {"results": [], "has_more": False, "truncated": False, "next_cursor": None}
     assert again["data"] == pages[5], "the same cursor gives the same page"
+
+
+async def test_notes_saved_while_an_agent_pages_shift_no_page(store_path: Path, web: Path) -> None:
+    """Another agent saved 12 matching notes between pages: 9 results came twice (each new note
+    pushed the windows one older). The pages hold the matches of the first page's moment, once."""
+    scope, first = seed(store_path, web, [f"payment rule {i}" for i in range(120)])
+    asked = {"scope": scope, "query": "payment", "limit": 10}
+    seen: list[str] = []
+    cursor = ""
+    async with mcp_client(store_path) as client:
+        for page in range(30):
+            envelope = await call(client, "memory_search", **asked, **({"cursor": cursor} if cursor else {}))
+            seen += [r["id"] for r in envelope["data"]["results"]]
+            if page in (2, 7):  # between pages, another writer
+                seed(store_path, web, [f"payment news {page}.{i}" for i in range(6)])
+            if not envelope["data"]["has_more"]:
+                break
+            cursor = envelope["data"]["next_cursor"]
+        fresh = await call(client, "memory_search", **{**asked, "query": "payment news"})
+    assert len(seen) == len(set(seen)) == 120 and set(seen) == {n["note_id"] for n in first}
+    assert len(fresh["data"]["results"]) == 10 and fresh["data"]["has_more"], "a new search sees them"

@@ -53,9 +53,11 @@ BY_VALUE = (("importance", True), ("created_at", True), ("id", True))
 BY_TIME = (("created_at", True), ("id", True))
 MAX_QUERY_WORDS = 32
 CURSOR_ID_CHARS = 8
-"""A search's ``next_cursor`` is ``<window>.<position>.<id>``, the id a digest of the search's arguments."""
+"""A search's ``next_cursor`` is ``<window>.<position>.<row>.<id>``: the id a digest of the search's
+arguments, the row the newest record its first page saw."""
 MAX_CURSOR_DIGITS = 6
 """Of a cursor's window and position each (a window holds at most a few hundred results per source)."""
+MAX_ROW_DIGITS = 12
 WINDOW_PER_RESULT = 5
 MIN_WINDOW = 50
 """A search ranks its matches in windows of each source's newest ``max(5 x limit, 50)``: the first
@@ -288,7 +290,7 @@ def search(
     asked = [words, sorted(types), sorted(states), min_importance, limit, include_handoffs]
     asked += [include_related_projects, intent, scope.project_id, scope.workspace_id]
     search_id = hashlib.sha256(json.dumps(asked).encode("utf-8")).hexdigest()[:CURSOR_ID_CHARS]
-    window, position = _cursor_position(cursor, search_id)
+    window, position, ceiling = _cursor_position(cursor, search_id)
     note_filter: dict[str, Sequence[str]] = {"project_id": [scope.project_id]}
     handoff_filter: dict[str, Sequence[str]] = {"project_id": [scope.project_id]}
     if types:
@@ -301,17 +303,24 @@ def search(
         [] if any(s in HANDOFF_STATUSES for s in states) else SERVED_HANDOFF_STATES
     )
     index = store.fresh_index()
+    ceiling = ceiling or index.max_rowid()  # notes saved while an agent pages come after its last page
     want = max(limit * WINDOW_PER_RESULT, MIN_WINDOW)
 
     def find(match: TextQuery, all_words: bool, size: int, offset: int) -> tuple[list[Candidate], bool]:
         """The ``size`` newest matches of each table after its newest ``offset``; whether one holds more."""
         note_hits, more = index.hits(
-            [NOTE], match, where_in=note_filter, min_importance=min_importance, limit=size, offset=offset
+            [NOTE],
+            match,
+            where_in=note_filter,
+            min_importance=min_importance,
+            limit=size,
+            offset=offset,
+            max_rowid=ceiling,
         )
         hits = [Candidate("note", hit, hit.relevance, all_words=all_words) for hit in note_hits]
         if include_handoffs:
             handoff_hits, handoffs_more = index.hits(
-                [HANDOFF], match, where_in=handoff_filter, limit=size, offset=offset
+                [HANDOFF], match, where_in=handoff_filter, limit=size, offset=offset, max_rowid=ceiling
             )
             more = more or handoffs_more
             hits += [Candidate("handoff", hit, hit.relevance, all_words=all_words) for hit in handoff_hits]
@@ -369,9 +378,9 @@ def search(
         k += 1
     shown = listed[:limit]
     positions = [(w, i) for w, i, _ in listed] + beyond
-    cursors = [f"{w}.{i}.{search_id}" for w, i in positions]
+    cursors = [f"{w}.{i}.{ceiling}.{search_id}" for w, i in positions]
     # Set after fitting: never longer than what was fitted (nor null, when there is no next page).
-    longest = max(cursors, key=len, default=f"0.0.{search_id}")
+    longest = max(cursors, key=len, default=f"0.0.{ceiling}.{search_id}")
     stale = Staleness(store.config, store.root)
     data, kept = fit_lists(
         warnings,
@@ -384,19 +393,21 @@ def search(
     return data
 
 
-def _cursor_position(cursor: str, search_id: str) -> tuple[int, int]:
-    """Where a page of this search starts (window, position in its ranking): (0, 0), or the
-    ``next_cursor`` a page of the same search gave."""
+def _cursor_position(cursor: str, search_id: str) -> tuple[int, int, int]:
+    """Where a page of this search starts (window, position in its ranking) and the newest record
+    row its pages see: (0, 0, 0: the newest now), or what the ``next_cursor`` a page of the same
+    search gave says."""
     if not cursor:
-        return 0, 0
+        return 0, 0, 0
     where, _, made_for = cursor.rpartition(".")
     numbers = where.split(".")
+    digits = (MAX_CURSOR_DIGITS, MAX_CURSOR_DIGITS, MAX_ROW_DIGITS)
     if (
-        len(numbers) != 2
+        len(numbers) != 3
         or not made_for
-        or not all(n.isascii() and n.isdigit() and len(n) <= MAX_CURSOR_DIGITS for n in numbers)
+        or not all(n.isascii() and n.isdigit() and len(n) <= d for n, d in zip(numbers, digits, strict=True))
     ):
-        example = f"0.10.{search_id}"
+        example = f"0.10.5000.{search_id}"
         raise invalid_input("cursor", f"must be a next_cursor of memory_search, such as {example}; got {cursor[:40]!r}")
     if made_for != search_id:
         raise invalid_input(
@@ -404,7 +415,7 @@ def _cursor_position(cursor: str, search_id: str) -> tuple[int, int]:
             "was given by a search with other arguments: send it with the same query, scope, filters and limit, "
             "or leave it out for the first page",
         )
-    return int(numbers[0]), int(numbers[1])
+    return int(numbers[0]), int(numbers[1]), int(numbers[2])
 
 
 def rank(found: Sequence[Candidate], scope: ScopeRef, now: datetime, intent: str) -> list[Candidate]:

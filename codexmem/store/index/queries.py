@@ -224,6 +224,7 @@ class Queries(IndexConnection):
         min_importance: int | None = None,
         limit: int = 50,
         offset: int = 0,
+        max_rowid: int | None = None,
     ) -> tuple[list[Hit], bool]:
         """Full-text hits, best first, each with its relevance (higher is better), its record parsed lazily.
 
@@ -234,7 +235,8 @@ class Queries(IndexConnection):
         or tags come first (relevance 2), then the rest (1), newest first within each; ``limit``
         of them are returned, and whether a table holds a match past them (read as one rowid
         more). ``offset`` skips that many of the newest matches first (the next
-        window of a search's pages: SQLite steps over the skipped rowids, reading no record).
+        window of a search's pages: SQLite steps over the skipped rowids, reading no record), and
+        ``max_rowid`` leaves out records indexed after the first page, so they shift no window.
         Not FTS5's bm25: it counts every row holding each word on every query, so its cost grows
         with the store (0.78 ms for one common word at 50,000 notes, even with LIMIT 1); this
         stays within the candidates' rowid window.
@@ -257,6 +259,9 @@ class Queries(IndexConnection):
         if min_importance is not None:
             filters += " AND (r.kind != 'note' OR r.importance >= ?)"
             filter_params.append(min_importance)
+        if max_rowid is not None:
+            filters += " AND r.rowid <= ?"
+            filter_params.append(max_rowid)
         relevance: dict[int, int] = {}  # rowid -> 1 or 2
         more = False
         with self._mutex:
@@ -350,6 +355,11 @@ class Queries(IndexConnection):
             (f"{{title extra}} : ({match})", found[-1]),
         )
         return [rowid for (rowid,) in rows if rowid in wanted]
+
+    def max_rowid(self) -> int:
+        """The newest record's row: a search's pages see the records up to it (``hits``' max_rowid)."""
+        with self._mutex:
+            return int(self.conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM records").fetchone()[0])
 
     def bad_files(self, under: str = "", limit: int = -1) -> list[BadFile]:
         """The store's files the index could not use, by path; ``under``: only below that folder
