@@ -171,7 +171,7 @@ async def test_a_cursor_is_refused_by_another_search_and_one_past_the_end_finds_
 
 
 async def test_notes_saved_while_an_agent_pages_shift_no_page(store_path: Path, web: Path) -> None:
-    """Another agent saved 12 matching notes between pages: 9 results came twice (each new note
+    """Another agent saved 12 matching notes between pages: 6 results came twice (each new note
     pushed the windows one older). The pages hold the matches of the first page's moment, once."""
     scope, first = seed(store_path, web, [f"payment rule {i}" for i in range(120)])
     asked = {"scope": scope, "query": "payment", "limit": 10}
