@@ -422,6 +422,21 @@ def test_search_finds_a_note_by_its_files_and_a_handoff_by_its_risks_and_files(s
     assert set(ids("migrate.go", include_handoffs=True)) == {done["handoff"]["handoff_id"], anchored["note"]["note_id"]}
 
 
+def test_yesterdays_decision_is_not_crowded_out_of_the_brief_by_older_important_notes(store: Store, web: Path) -> None:
+    day1, day2 = NOW - timedelta(days=2), NOW - timedelta(days=1)
+    scope, first = session_in(store, web, now=day1)
+    for n in range(6):
+        save(store, scope, first, now=day1 + timedelta(minutes=n), note_type="constraint",
+             title=f"Constraint {n}", content=f"Never break rule {n}.", importance=5)  # fmt: skip
+    _, second = session_in(store, web, now=day2)
+    decision = save(store, scope, second, now=day2, title="Ship the alert rule", content="Alert at 5 parked orders.")
+    brief = retrieval.bootstrap_session(store, NOW, Warnings(), cwd=str(web), max_notes=5)
+    shown = [n["note_id"] for n in brief["recent_notes"]]
+    assert decision["note"]["note_id"] in shown and len(shown) == 5 and brief["has_more"] is True
+    assert brief["startup_brief"]["important_decisions"] == ["Alert at 5 parked orders."]
+    assert [n["importance"] for n in brief["recent_notes"]] == [5, 5, 5, 5, 4], "still most important first"
+
+
 def test_related_projects_come_only_from_declared_relations(tmp_path: Path) -> None:
     root = shared_store(tmp_path / "store")
     bare = Store(root)

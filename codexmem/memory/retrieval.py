@@ -48,6 +48,8 @@ Groups = dict[str, list[dict[str, Any]]]
 
 HIGH_VALUE = 3
 """Bootstrap, recent and related notes show importance 3 and up."""
+NEWEST_KEPT = 2
+"""High-value notes shown for being the newest, whatever notes of higher importance there are."""
 LIVE_NOTE_STATES = ["active", "resolved"]
 BY_VALUE = (("importance", True), ("created_at", True), ("id", True))
 BY_TIME = (("created_at", True), ("id", True))
@@ -163,9 +165,7 @@ def bootstrap_session(
         warnings.add("WARN_NO_PRIOR_HANDOFF", "no open handoff was found for this workspace or project")
     elif latest["kind"] == "recovery":
         warnings.add("WARN_RECOVERY_HANDOFF_USED", "the latest open handoff was generated from an interrupted session")
-    notes = high_value_notes(index, ref, limit=max_notes + 1)
-    has_more = len(notes) > max_notes
-    notes = notes[:max_notes]
+    notes, has_more = high_value_notes(index, ref, limit=max_notes)
     if not notes:
         warnings.add("WARN_NO_PRIOR_NOTES", "no recent high-value notes were found for this workspace or project")
     related = related_notes(store, ref, warnings, limit=max_notes) if include_related_projects else []
@@ -497,13 +497,13 @@ def get_recent(
         if include_handoffs
         else []
     )
-    notes = high_value_notes(index, scope, limit=limit + 1) if include_notes else []
+    notes, more_notes = high_value_notes(index, scope, limit=limit) if include_notes else ([], False)
     related = related_notes(store, scope, warnings, limit=limit) if include_related_projects else []
-    more = len(handoffs) > limit or len(notes) > limit
+    more = len(handoffs) > limit or more_notes
     stale = Staleness(store.config, store.root)
     pairs = itertools.zip_longest(
         [("handoffs", handoff_view(h, compact=True)) for h in handoffs[:limit]],
-        [("notes", note_view(n, compact=True, stale=stale)) for n in notes[:limit]],
+        [("notes", note_view(n, compact=True, stale=stale)) for n in notes],
     )
     items = [item for pair in pairs for item in pair if item is not None]
     items += [("related", _related_view(c, stale)) for c in related]
@@ -695,17 +695,28 @@ def workspace_first(
     return mine + others
 
 
-def high_value_notes(index: Index, scope: ScopeRef, *, limit: int) -> list[dict[str, Any]]:
-    """Importance 3 and up, not superseded, most important and newest first, workspace first."""
-    return workspace_first(
-        index,
-        NOTE,
-        scope,
-        limit=limit,
-        order=BY_VALUE,
-        where_in={"status": LIVE_NOTE_STATES},
-        min_importance=HIGH_VALUE,
-    )
+def high_value_notes(index: Index, scope: ScopeRef, *, limit: int) -> tuple[list[dict[str, Any]], bool]:
+    """Up to ``limit`` notes of importance 3 and up, not superseded, workspace first, most important
+    and newest first, and whether there are more. The newest ``NEWEST_KEPT`` are always among them,
+    so last session's decision is not crowded out by older notes of higher importance (six
+    importance-5 constraints of day 1 hid day 2's decision)."""
+
+    def by(order: Sequence[tuple[str, bool]], count: int) -> list[dict[str, Any]]:
+        return workspace_first(
+            index, NOTE, scope, limit=count, order=order, where_in={"status": LIVE_NOTE_STATES},
+            min_importance=HIGH_VALUE,
+        )  # fmt: skip
+
+    newest = by(BY_TIME, min(NEWEST_KEPT, limit))
+    kept = {n["note_id"] for n in newest}
+    valued = [n for n in by(BY_VALUE, limit + 1) if n["note_id"] not in kept]
+    room = limit - len(newest)
+    shown = newest + valued[:room]
+
+    def rank(n: dict[str, Any]) -> tuple[bool, int, str, str]:
+        return n["scope"]["workspace_id"] == scope.workspace_id, n["importance"], n["created_at"], n["note_id"]
+
+    return sorted(shown, key=rank, reverse=True), len(valued) > room
 
 
 def fit_lists(
