@@ -1,5 +1,5 @@
 """``python -m codexmem`` runs the CLI."""
 
-from codexmem.cli.main import main
+from codexmem.cli import entry
 
-raise SystemExit(main())
+raise SystemExit(entry())

@@ -803,3 +803,19 @@ def test_refusals_say_the_rule_and_the_fix_in_the_files_own_words(
     config.write_text(config.read_text() + "projects: [5]\n")
     code, out, err = run(capsys, "check", "--store", str(root))
     assert "projects[0]: Input should be a valid dictionary" in out + err and "instance of" not in out + err
+
+
+def test_ctrl_c_while_the_cli_is_still_loading_ends_quietly(tmp_path: Path) -> None:
+    """Pressed in the first 50 ms, Ctrl-C printed a KeyboardInterrupt traceback."""
+    interrupt = (
+        "import sys\n"
+        "class Interrupt:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'codexmem.cli.main':\n"
+        "            raise KeyboardInterrupt\n"
+        "sys.meta_path.insert(0, Interrupt())\n"
+        "from codexmem.cli import entry\n"
+        "raise SystemExit(entry())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", interrupt], capture_output=True, text=True, timeout=60, check=False)
+    assert (done.returncode, done.stderr) == (130, "")

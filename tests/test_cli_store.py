@@ -157,6 +157,8 @@ def test_check_passes_a_good_store_and_fails_a_broken_one(tmp_path: Path, capsys
     (root / "stray.yaml").write_text("a: 1\n")
     broken = note_model(session)
     (root / "notes" / f"{broken.note_id}.md").write_text("---\ntitle: [unclosed\n---\nbody\n")
+    bom = note_model(session, title="saved by an editor that adds a byte order mark")
+    (root / "notes" / f"{bom.note_id}.md").write_bytes(b"\xef\xbb\xbf" + serialize(NOTE, bom.model_dump(mode="json")))
     orphan = note_model("sess_01JH0000000000000000000000", title="orphan")
     (root / "notes" / f"{orphan.note_id}.md").write_bytes(serialize(NOTE, orphan.model_dump(mode="json")))
     token = "ghp_" + "A1b2C3d4E5f6" * 3
@@ -174,6 +176,7 @@ def test_check_passes_a_good_store_and_fails_a_broken_one(tmp_path: Path, capsys
     assert "stray" in by_path["stray.yaml"]
     assert "stray" in by_path["notes/scratch.txt"]
     assert "line" in by_path[f"notes/{broken.note_id}.md"]
+    assert "starts with a byte order mark (U+FEFF)" in by_path[f"notes/{bom.note_id}.md"]
     assert "sess_01JH0000000000000000000000 does not exist" in by_path[f"notes/{orphan.note_id}.md"]
     assert "credential" in by_path[f"notes/{good_note}.md"]
     assert token not in out

@@ -437,7 +437,7 @@ def test_no_default_branch_and_no_commit(tmp_path: Path) -> None:
     repo = project_with_store(tmp_path / "app", {"a.txt": "a\n"})
     git(repo, "branch", "-m", "main", "trunk")
     code, _out, err = cli("diff", "--store", str(repo / ".codexmem"))
-    assert code == EXIT_USAGE and "no default branch" in err and "main...HEAD" in err, err
+    assert code == EXIT_USAGE and "no default branch" in err and "`codexmem diff trunk...HEAD` on a branch" in err, err
     assert cli("diff", "trunk", "--store", str(repo / ".codexmem"))[1].endswith("No memory changes.\n")
 
 

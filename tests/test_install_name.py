@@ -26,7 +26,7 @@ def documents() -> dict[str, str]:
 def test_the_distribution_name_is_ours_and_the_command_is_codexmem() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]
     assert project["name"] == DISTRIBUTION
-    assert project["scripts"] == {"codexmem": "codexmem.cli.main:main"}
+    assert project["scripts"] == {"codexmem": "codexmem.cli:entry"}
     assert (ROOT / "codexmem" / "__init__.py").is_file()
 
 

@@ -58,7 +58,7 @@ def test_the_wheel_carries_templates_and_site_assets(wheel: Path) -> None:
     assert "codexmem/mcp/tools_list.json" in names  # served as the tools/list answer
     assert not [n for n in names if n.startswith(("tests/", "store-example/", "scripts/"))]
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
-    assert "codexmem = codexmem.cli.main:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "codexmem = codexmem.cli:entry" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
 
 @pytest.mark.slow

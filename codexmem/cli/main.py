@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import NoReturn, TextIO
 
 from codexmem import __version__
+from codexmem.cli import EXIT_INTERRUPTED
 from codexmem.errors import CodexmemError
 
 COMMAND_MODULES = (
@@ -46,7 +47,6 @@ COMMAND_MODULES = (
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
 EXIT_BUG = 70
-EXIT_INTERRUPTED = 130
 EXIT_PIPE_CLOSED = 141
 """128 + SIGPIPE, as a program the signal ended (git's exit when its reader went away)."""
 DEBUG_VAR = "CODEXMEM_DEBUG"

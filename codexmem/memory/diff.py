@@ -149,10 +149,13 @@ def resolve_sides(root: Path, revisions: str | None) -> tuple[Side, Side]:
         found = (run_git(root, ["for-each-ref", "--format=%(refname)", *DEFAULT_BRANCHES]) or b"").decode().split()
         default = next((ref for ref in DEFAULT_BRANCHES if ref in found), None)
         if default is None:
+            branch = (run_git(root, ["symbolic-ref", "--short", "-q", "HEAD"]) or b"").decode().strip()
+            base = branch or "BRANCH"
             raise CodexmemError(
                 "ERR_INVALID_INPUT",
                 "no default branch (origin/HEAD, main or master) to compare with: name the revisions, "
-                "e.g. `codexmem diff main...HEAD`",
+                f"e.g. `codexmem diff {base}...HEAD` on a branch made from {base}, or `codexmem diff HEAD~1` "
+                "for what changed since the commit before",
             )
         name = default.removeprefix("refs/remotes/").removeprefix("refs/heads/")
         tip = _commit(root, default, f"the default branch {name} names no commit", "name the revisions (A...B)")

@@ -224,6 +224,10 @@ def split_front_matter(text: str, *, source: str) -> tuple[Any, str]:
     """Split a Markdown file into (front matter data, body)."""
     m = _FRONT_RE.match(text)
     if not m:
+        if text.startswith("\ufeff"):
+            raise YamlError(
+                f"{source}: starts with a byte order mark (U+FEFF) before its '---': save it as UTF-8 without one"
+            )
         raise YamlError(f"{source}: Markdown record must start with '---' YAML front matter and close it with '---'")
     front = load_yaml(m.group("front"), source=source)
     body = text[m.end() :]
