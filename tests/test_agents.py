@@ -117,10 +117,15 @@ def test_cli_check_detects_drift(store: Store, tmp_path: Path) -> None:
     assert "the codexmem block differs" in result.stderr
 
 
-def test_cli_says_when_codex_would_not_read_the_block(store: Store, tmp_path: Path) -> None:
+def test_cli_says_when_codex_would_not_read_the_block(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Codex reads the first 32 KiB of the AGENTS.md files from the repository root down, and an
     AGENTS.override.md instead of the AGENTS.md beside it: a block past either was written, and
     checked, as if Codex read it."""
+    codex_home = tmp_path / "codex-home"
+    codex_home.mkdir()
+    monkeypatch.setenv("CODEX_HOME", str(codex_home))
     repo = tmp_path / "repo"
     (repo / "services" / "api").mkdir(parents=True)
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
@@ -137,6 +142,13 @@ def test_cli_says_when_codex_would_not_read_the_block(store: Store, tmp_path: Pa
     expected = f"the codexmem block ends {reach:,} bytes into the AGENTS.md files Codex reads, past the 32,768"
     assert long.returncode == 0 and f"codexmem agents: note: {expected}" in long.stderr
     assert check.returncode == 0 and check.stdout.endswith("up to date\n") and expected in check.stderr
+    assert "(project_doc_max_bytes, Codex's default)" in check.stderr
+    (codex_home / "config.toml").write_text("project_doc_max_bytes = 65536\n")  # raised, as the note advises
+    assert run_cli(*args, "--out", str(agents), "--check").stderr == ""
+    (codex_home / "config.toml").write_text("project_doc_max_bytes = 20000\n")
+    lowered = run_cli(*args, "--out", str(agents), "--check")
+    assert f"past the 20,000 it reads (project_doc_max_bytes, set in {codex_home / 'config.toml'})" in lowered.stderr
+    (codex_home / "config.toml").unlink()
 
     nested = repo / "services" / "api" / "AGENTS.md"  # read after the root's file, in the same budget
     agents.write_text("# Our rules\n\n" + "Keep handlers small and tested.\n" * 1000)

@@ -148,7 +148,7 @@ async def test_a_block_codex_would_not_read_is_written_and_said(store_path: Path
         overridden = await install(client, target="project", mode="append", cwd=str(web))
     assert [f["target"] for f in long["data"]["written_files"]] == ["project"]
     [cut] = [w["message"] for w in long["warnings"] if w["code"] == "WARN_AGENTS_NOT_READ"]
-    assert cut.startswith("the codexmem block ends ") and "past the 32,768 it reads (project_doc_max_bytes)" in cut
+    assert cut.startswith("the codexmem block ends ") and "past the 32,768 it reads (project_doc_max_bytes, " in cut
     assert "WARN_AGENTS_NOT_READ" not in codes(short)
     [other] = [w["message"] for w in overridden["warnings"] if w["code"] == "WARN_AGENTS_NOT_READ"]
     assert other.startswith(f"Codex reads {web / 'AGENTS.override.md'} instead of AGENTS.md")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -450,6 +451,22 @@ def check_marked(path: Path, content: str, store_root: Path | None = None) -> tu
     return None if existing == content else ("has no codexmem block", "append")
 
 
+def codex_read_limit() -> tuple[int, str]:
+    """How many bytes of AGENTS.md Codex reads, and where that is said: ``project_doc_max_bytes``
+    of Codex's config (``$CODEX_HOME/config.toml``, by default ``~/.codex/config.toml``), else its
+    default, 32 KiB. A config that does not parse is Codex's to report: the default is assumed."""
+    home = os.environ.get("CODEX_HOME") or os.path.join(os.environ.get("HOME") or str(Path.home()), ".codex")
+    config = Path(home) / "config.toml"
+    try:
+        with open(config, "rb") as fh:
+            value = tomllib.load(fh).get("project_doc_max_bytes")
+    except (OSError, tomllib.TOMLDecodeError):
+        value = None
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value, f"set in {config}"
+    return MAX_AGENTS_BYTES, "Codex's default"
+
+
 def missed_by_codex(path: Path) -> str | None:
     """Why Codex would not read the whole codexmem block of the AGENTS.md at ``path`` (None: it would).
 
@@ -482,12 +499,13 @@ def missed_by_codex(path: Path) -> str | None:
         read = next((f for f in (folder / OVERRIDE_NAME, folder / "AGENTS.md") if f.is_file()), None)
         before += read.stat().st_size if read is not None else 0
     reach = before + end.end(1)
-    if reach <= MAX_AGENTS_BYTES:
+    limit, where = codex_read_limit()
+    if reach <= limit:
         return None
     above = f" ({before:,} of them in the AGENTS.md files of the folders above)" if before else ""
     return (
         f"the codexmem block ends {reach:,} bytes into the AGENTS.md files Codex reads{above}, past the "
-        f"{MAX_AGENTS_BYTES:,} it reads (project_doc_max_bytes), so Codex gets it cut or not at all: "
+        f"{limit:,} it reads (project_doc_max_bytes, {where}), so Codex gets it cut or not at all: "
         "move the block nearer the top of the file, shorten the file, or raise project_doc_max_bytes"
     )
 
