@@ -10,6 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from merge_fixtures import Repo, errors, new_repo
 
 from codexmem.errors import CodexmemError
@@ -281,3 +283,36 @@ def test_an_edit_of_a_record_git_has_not_settled_is_refused(repo: Repo) -> None:
     assert refused.value.code == "ERR_INVALID_STATE" and "is in a merge git has not settled" in refused.value.message
     repo.edit(other, owner="mika")  # a record outside the conflict is written as ever
     assert any("was deleted by" in e for e in errors(repo.check()))
+
+
+@given(st.lists(st.dictionaries(st.sampled_from(["title", "status", "owner"]), st.integers(0, 3)), max_size=12))
+@settings(max_examples=60, deadline=None)
+def test_a_history_in_one_line_is_read_in_one_pass_as_the_graph_walk_reads_it(edits: list[dict[str, int]]) -> None:
+    """The one-pass reading of a history without branches must say what the graph walk says."""
+    from codexmem.store.history import _merged_state, _one_line, _state_of_line
+
+    events = [{"event_id": "e0", "type": "created", "version": 1, "parents": [], "set": {"title": 0}}]
+    for n, change in enumerate(edits, 1):
+        kind = "updated" if n < len(edits) or n % 3 else "deleted"
+        events.append({"event_id": f"e{n}", "type": kind, "version": n + 1, "parents": [f"e{n - 1}"], "set": change})
+    line = _one_line(events)
+    assert line is not None and [e["event_id"] for e in line] == [e["event_id"] for e in events]
+    fast, walked = _state_of_line(line, events), _merged_state(events)
+    assert (fast.version, fast.deleted, fast.heads) == (walked.version, walked.deleted, walked.heads)
+    assert {n: (f.value, f.conflict, [e["event_id"] for e in f.setters]) for n, f in fast.fields.items()} == {
+        n: (f.value, f.conflict, [e["event_id"] for e in f.setters]) for n, f in walked.fields.items()
+    }
+
+
+def test_a_history_with_a_branch_or_a_cycle_is_not_read_as_one_line() -> None:
+    from codexmem.store.history import _one_line
+
+    root = {"event_id": "a", "type": "created", "version": 1, "parents": [], "set": {"t": 1}}
+    b = {"event_id": "b", "type": "updated", "version": 2, "parents": ["a"], "set": {"t": 2}}
+    c = {"event_id": "c", "type": "updated", "version": 2, "parents": ["a"], "set": {"t": 3}}
+    assert _one_line([root, b, c]) is None
+    merge = {"event_id": "d", "type": "resolved", "version": 3, "parents": ["b", "c"], "set": {"t": 3}}
+    assert _one_line([root, b, c, merge]) is None
+    looped = [{"event_id": "x", "type": "updated", "version": 2, "parents": ["y"], "set": {}},
+              {"event_id": "y", "type": "updated", "version": 2, "parents": ["x"], "set": {}}]  # fmt: skip
+    assert _one_line(looped) is None

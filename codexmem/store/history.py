@@ -127,6 +127,40 @@ def expected_state(events: list[dict[str, Any]]) -> Expected | None:
     graph = graph_events(events)
     if not graph:
         return None
+    line = _one_line(graph)
+    if line is not None:
+        return _state_of_line(line, graph)
+    return _merged_state(graph)
+
+
+def _one_line(graph: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    """The events oldest first when each follows the one before (most records' whole history,
+    and what a branch-less store only ever has), else None."""
+    heads = heads_of(graph)
+    if len(heads) != 1:
+        return None
+    by_id = {e["event_id"]: e for e in graph}
+    line = [heads[0]]
+    while parents := line[-1].get("parents"):
+        if len(parents) != 1 or parents[0] not in by_id or len(line) > len(graph):
+            return None
+        line.append(by_id[parents[0]])
+    return line[::-1] if len(line) == len(graph) else None
+
+
+def _state_of_line(line: list[dict[str, Any]], graph: list[dict[str, Any]]) -> Expected:
+    """:func:`_merged_state` of a history in one line, in one pass: each field holds what its last
+    setter set (the graph walk kept every event's ancestors, 638 MB and 16.6 s at 5,000 edits)."""
+    fields: dict[str, FieldState] = {}
+    for event in line:
+        for name, value in (event.get("set") or {}).items():
+            fields[name] = FieldState(name, [event], value)
+    head = line[-1]
+    return Expected(int(head["version"]), fields, [head], graph, head["type"] == "deleted")
+
+
+def _merged_state(graph: list[dict[str, Any]]) -> Expected:
+    """:func:`expected_state` of a history with branches, merged field by field."""
     above = ancestors(graph)
     roots = [e["event_id"] for e in graph if e["type"] in ("created", "migrated")]
     if len(roots) == 1:
