@@ -155,6 +155,24 @@ async def test_a_note_saved_on_a_squash_merged_branch_is_still_checked(repo: Pat
     assert "src/tax.py: changed:" in out and "tax: round half to even" in out
 
 
+async def test_a_change_merged_in_from_a_branch_counts_after_a_note_saved_on_main(repo: Path) -> None:
+    """Merged in, the branch's commit comes before the note's commit in the log, yet the note never
+    saw it: after the anchor is "not one of its ancestors", not "later in the list"."""
+    git(repo, "checkout", "-q", "-b", "feature")
+    (repo / "src" / "pay.py").write_text("def pay():\n    return 3\n")
+    commit_all(repo, "pay: three")
+    git(repo, "checkout", "-q", "main")
+    (repo / "src" / "cart.py").write_text("def cart():\n    return 2\n")
+    commit_all(repo, "cart: two")
+    async with mcp_client(repo / ".codexmem") as client:
+        boot = (await call(client, "memory_bootstrap_session", cwd=str(repo)))["data"]
+        nid = await save(client, boot, "Payments return one", ["src/pay.py"])
+    commit_all(repo, "memory: payments")
+    git(repo, "merge", "-q", "--no-ff", "-m", "merge feature", "feature")
+    code, out = cli("stale", "--store", str(repo / ".codexmem"))
+    assert code == 0 and nid in out and "src/pay.py: changed:" in out and "pay: three" in out, out
+
+
 async def test_a_shared_store_anchors_only_notes_of_a_repository_it_can_see(tmp_path: Path, repo: Path) -> None:
     """Another repository's note, saved through a store outside it that does not declare its
     root, gets no anchor: the store cannot tell what that code looks like in any clone."""
