@@ -275,6 +275,32 @@ def test_a_recovery_reads_a_long_session_by_query_and_misses_nothing_it_lists(st
     assert len(rescue["related_note_ids"]) == lifecycle.RECOVERY_LIST_ITEMS
 
 
+def test_a_retracted_note_is_no_successor_and_no_related_note(store: Store, web: Path) -> None:
+    scope, sid = session_in(store, web)
+    old = save(store, scope, sid, title="Retry three times")["note"]
+    gone = save(store, scope, sid, title="Retry with the password hunter2x")["note"]
+    lifecycle.set_status(
+        store, NOW, Warnings(), record_id=gone["note_id"], kind="note", status="retracted", expected_version=1
+    )
+    refused = error_of(
+        lambda: lifecycle.set_status(
+            store,
+            NOW,
+            Warnings(),
+            record_id=old["note_id"],
+            kind="note",
+            status="superseded",
+            expected_version=1,
+            superseded_by=gone["note_id"],
+        )  # fmt: skip
+    )
+    assert refused.code == "ERR_INVALID_INPUT" and "which is retracted" in refused.message
+    warnings = Warnings()
+    kept = handoff(store, scope, sid, warnings, related_note_ids=[gone["note_id"], old["note_id"]])
+    assert kept["handoff"]["related_note_ids"] == [old["note_id"]]
+    assert warnings.codes() == ["WARN_RELATED_REFERENCE_IGNORED"]
+
+
 def test_a_completed_handoff_closes_the_open_ones_of_its_task(store: Store, web: Path, tmp_path: Path) -> None:
     """Day 1 hands over "not started"; day 2 finishes and says so: day 3 must not be handed day 1's."""
     scope, day1 = session_in(store, web, now=NOW - timedelta(days=2))

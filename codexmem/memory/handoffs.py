@@ -194,11 +194,14 @@ def _known_notes(txn: Transaction, ids: Sequence[str], warnings: Warnings) -> li
     kept: list[str] = []
     dropped: list[str] = []
     for note_id in normalize_strings(ids):
-        ok = is_record_id(note_id, "note") and txn.store.index.get(NOTE, note_id) is not None
+        found = txn.store.index.get(NOTE, note_id) if is_record_id(note_id, "note") else None
+        ok = found is not None and found["status"] != "retracted"  # a retracted note is never served
         (kept if ok else dropped).append(note_id)
     if dropped:
         shown = ", ".join(shorten(d, 32)[0] for d in dropped[:3])
-        warnings.add("WARN_RELATED_REFERENCE_IGNORED", f"dropped {len(dropped)} unknown related_note_ids: {shown}")
+        warnings.add(
+            "WARN_RELATED_REFERENCE_IGNORED", f"dropped {len(dropped)} unknown or retracted related_note_ids: {shown}"
+        )
     return kept
 
 

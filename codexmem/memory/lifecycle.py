@@ -113,8 +113,13 @@ def set_status(
             changed.append("status_reason")
         if superseded_by is not None:
             check_record_id(superseded_by, "note", "superseded_by")
-            if superseded_by == record_id or txn.get(NOTE, superseded_by) is None:
+            successor = txn.get(NOTE, superseded_by) if superseded_by != record_id else None
+            if successor is None:
                 raise invalid_input("superseded_by", f"must name another existing note, got {superseded_by}")
+            if successor["status"] == "retracted":  # nothing would be served in the note's place
+                raise invalid_input(
+                    "superseded_by", f"names note {superseded_by}, which is retracted: name its successor"
+                )
             updated["superseded_by"] = superseded_by
             changed.append("superseded_by")
         stored = txn.put(target, updated, event_type="status_changed", changed=changed)
