@@ -812,7 +812,7 @@ def test_the_readme_limits_are_the_code_limits(harness: Harness) -> None:
     The boundary of each is exercised by ``test_every_limit_is_enforced_at_its_boundary...`` below
     (the YAML limit in test_hardening_hostile).
     """
-    from codexmem.envelope import MAX_ANSWER_BYTES
+    from codexmem.envelope import MAX_ANSWER_BYTES, RECORD_BUDGET
     from codexmem.mcp import memory_tools
     from codexmem.models.records import (
         MAX_CONTENT,
@@ -867,6 +867,7 @@ def test_the_readme_limits_are_the_code_limits(harness: Harness) -> None:
         "arguments nested (stdio)": [MAX_ARGUMENT_DEPTH],
         "any YAML file read": [MAX_YAML_BYTES // 1_000_000],
         "every answer": [MAX_ANSWER_BYTES],
+        "a note or handoff as a whole": [RECORD_BUDGET],
     }
     rows = readme_limits()
     assert set(rows) == set(code), "a README row with no limit in the code, or the reverse"

@@ -959,10 +959,9 @@ def test_serve_stopped_by_ctrl_c_ends_as_the_readme_says(tmp_path: Path) -> None
     args = [str(codexmem), "site", "--store", str(fx.store.root), "--no-search", "--serve", "--port", "0"]
     with subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
         assert proc.stdout is not None
-        for line in proc.stdout:  # built, then serving
-            if line.startswith("serving "):
-                break
-        url = line.split(" at ")[1].split()[0]
+        serving = next((line for line in proc.stdout if line.startswith("serving ")), "")  # built, then serving
+        assert serving, proc.stderr.read() if proc.stderr else ""
+        url = serving.split(" at ")[1].split()[0]
         with urllib.request.urlopen(url, timeout=30) as answer:  # answering: inside its serving loop
             assert answer.status == 200
         proc.send_signal(signal.SIGINT)

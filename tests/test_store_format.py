@@ -22,7 +22,7 @@ from store_fixtures import ACTOR, new_store, note_model, start_session, write_no
 from ulid import ULID
 
 from codexmem.check import check_store
-from codexmem.errors import CodexmemError
+from codexmem.errors import CONTROL_CHARACTER, NOT_ONE_LINE, CodexmemError
 from codexmem.models.records import (
     HANDOFF_KINDS,
     HANDOFF_STATUSES,
@@ -318,6 +318,9 @@ def test_item_round_trip(model: Item) -> None:
 if HAS_CHANNEL_SCHEMA:
     from codexmem.models.channel import ChannelSchema
 
+    # A schema's name, labels and option values are one line (what a terminal and a table show).
+    one_line = bounded(1, 200).map(lambda s: NOT_ONE_LINE.sub("", s) or "x")
+
     def _field(key: str, ftype: str, label: str, required: bool, unique: bool) -> dict[str, Any]:
         config: dict[str, Any] = {}
         if ftype == "select":
@@ -346,7 +349,7 @@ if HAS_CHANNEL_SCHEMA:
         st.tuples(
             st.from_regex(r"\A[a-z][a-z0-9_]{0,10}\Z").filter(lambda k: k not in {"id", "version"}),
             st.sampled_from(["text", "number", "date", "boolean", "email", "url", "select", "rating", "relation"]),
-            bounded(1, 200),
+            one_line,
             st.booleans(),
             st.booleans(),
         ),
@@ -359,8 +362,8 @@ if HAS_CHANNEL_SCHEMA:
             {"record_channel_id": cid, "name": name, "description": desc, "fields": fields, "version": version}
         ),
         st.from_regex(r"\A[a-z][a-z0-9_-]{0,20}\Z"),
-        titles,
-        short,
+        one_line,
+        short.map(lambda s: CONTROL_CHARACTER.sub("", s)),  # a description may hold tabs and line breaks
         field_defs,
         st.integers(1, 1000),
     )

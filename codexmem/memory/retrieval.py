@@ -701,13 +701,16 @@ def high_value_notes(index: Index, scope: ScopeRef, *, limit: int) -> tuple[list
     so last session's decision is not crowded out by older notes of higher importance (six
     importance-5 constraints of day 1 hid day 2's decision)."""
 
-    def by(order: Sequence[tuple[str, bool]], count: int) -> list[dict[str, Any]]:
+    def by(order: Sequence[tuple[str, bool]], count: int, **where: Any) -> list[dict[str, Any]]:
         return workspace_first(
-            index, NOTE, scope, limit=count, order=order, where_in={"status": LIVE_NOTE_STATES},
-            min_importance=HIGH_VALUE,
+            index, NOTE, scope, limit=count, order=order, where=where or None,
+            where_in={"status": LIVE_NOTE_STATES}, min_importance=HIGH_VALUE,
         )  # fmt: skip
 
-    newest = by(BY_TIME, min(NEWEST_KEPT, limit))
+    # The newest of each importance, each read in order from the value index, then the newest of them.
+    count = min(NEWEST_KEPT, limit)
+    newest = [n for level in range(HIGH_VALUE, 6) for n in by(BY_TIME, count, importance=level)]
+    newest = sorted(newest, key=lambda n: (n["created_at"], n["note_id"]), reverse=True)[:count]
     kept = {n["note_id"] for n in newest}
     valued = [n for n in by(BY_VALUE, limit + 1) if n["note_id"] not in kept]
     room = limit - len(newest)
