@@ -27,6 +27,16 @@ def repo(tmp_path: Path) -> Repo:
     return new_repo(tmp_path / "shop")
 
 
+def edited_on_two_branches(repo: Repo, bug: str) -> None:
+    """Branch ``theirs`` sets the bug's status and ``main`` its severity; ``main`` is checked out."""
+    repo.branch("theirs")
+    repo.edit(bug, status="triaged")
+    repo.commit("theirs")
+    repo.checkout("main")
+    repo.edit(bug, severity="s1")
+    repo.commit("ours")
+
+
 def test_init_registers_the_driver_with_an_absolute_command(repo: Repo) -> None:
     command = repo.git("config", "merge.codexmem.driver").strip()
     assert command.endswith(" -P -m codexmem merge-file %O %A %B %P")
@@ -203,12 +213,7 @@ def test_a_driver_whose_interpreter_is_gone_is_said_and_resolve_drops_no_edit(re
     nothing: git then stops with a conflict whose file holds this branch's side only, no markers."""
     bug = repo.item(title="Totals off")
     repo.commit("a bug")
-    repo.branch("theirs")
-    repo.edit(bug, status="triaged")
-    repo.commit("theirs")
-    repo.checkout("main")
-    repo.edit(bug, severity="s1")
-    repo.commit("ours")
+    edited_on_two_branches(repo, bug)
     gone = tmp_path / "old-venv" / "bin" / "python"
     repo.git("config", "merge.codexmem.driver", f"{gone} -m codexmem merge-file %O %A %B %P")
     store = str(repo.store_root)
@@ -246,12 +251,7 @@ def test_a_module_committed_at_the_root_never_runs_in_the_driver(repo: Repo, tmp
     bug = repo.item(title="Totals off")
     (repo.path / "yaml.py").write_text(f"import pathlib\npathlib.Path({str(ran)!r}).write_text('ran')\n")
     repo.commit("a bug, and a module named as one codexmem imports")
-    repo.branch("theirs")
-    repo.edit(bug, status="triaged")
-    repo.commit("theirs")
-    repo.checkout("main")
-    repo.edit(bug, severity="s1")
-    repo.commit("ours")
+    edited_on_two_branches(repo, bug)
     assert repo.merge("theirs") == []
     assert not ran.exists()
     assert repo.values(bug) == {"title": "Totals off", "status": "triaged", "severity": "s1"}
