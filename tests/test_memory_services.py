@@ -428,6 +428,22 @@ def test_search_finds_japanese_and_chinese_inside_a_run_of_characters(store: Sto
     assert [r["kind"] for r in found["results"]] == ["handoff"]
 
 
+def test_a_quoted_phrase_matches_its_words_side_by_side_and_in_order(store: Store, web: Path) -> None:
+    """Quotes were ignored: "retry delay" found every note holding both words, in any order."""
+    scope, sid = session_in(store, web)
+    exact = save(store, scope, sid, title="Retry delay is 250 ms")["note"]["note_id"]
+    save(store, scope, sid, title="Delay before retry grows")
+    save(store, scope, sid, title="The retry loop has no delay")
+
+    def ids(query: str) -> list[str]:
+        return [r["id"] for r in retrieval.search(store, NOW, Warnings(), scope=ref(scope), query=query)["results"]]
+
+    assert ids('"retry delay"') == [exact]
+    assert len(ids("retry delay")) == 3
+    assert ids('"RETRY   delay" 250') == [exact], "case and spacing inside the quotes do not matter"
+    assert ids('"delay retry"') == []
+
+
 def test_search_finds_a_note_by_its_files_and_a_handoff_by_its_risks_and_files(store: Store, web: Path) -> None:
     """An agent about to edit a file asks what the project knows of it: the anchored notes come back,
     below the notes that talk about it in their title."""

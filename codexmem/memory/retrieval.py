@@ -286,7 +286,7 @@ def search(
     the pages together hold every match once (the first page never looks past window 0). Every
     argument but the cursor must be the same.
     """
-    words = unique(w.lower() for w in re.findall(r"\w+", required_text(query, "query")))[:MAX_QUERY_WORDS]
+    words = query_terms(required_text(query, "query"))
     asked = [words, sorted(types), sorted(states), min_importance, limit, include_handoffs]
     asked += [include_related_projects, intent, scope.project_id, scope.workspace_id]
     search_id = hashlib.sha256(json.dumps(asked).encode("utf-8")).hexdigest()[:CURSOR_ID_CHARS]
@@ -391,6 +391,18 @@ def search(
     data["truncated"] = kept < len(shown)
     data["next_cursor"] = cursors[kept] if data["has_more"] else None
     return data
+
+
+_PHRASE = re.compile(r'"([^"]*)"')
+
+
+def query_terms(query: str) -> list[str]:
+    """A query's terms, lower case, each once: its words, and each "quoted phrase" as one term of
+    its words (matched side by side and in order: "retry delay" no longer ranks "Delay before
+    retry grows" with the exact title), at most ``MAX_QUERY_WORDS``."""
+    phrases = [" ".join(re.findall(r"\w+", p)) for p in _PHRASE.findall(query)]
+    rest = _PHRASE.sub(" ", query)
+    return unique(t.lower() for t in [*phrases, *re.findall(r"\w+", rest)] if t)[:MAX_QUERY_WORDS]
 
 
 def _cursor_position(cursor: str, search_id: str) -> tuple[int, int, int]:
