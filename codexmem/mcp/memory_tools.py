@@ -202,7 +202,9 @@ class InstallAgentsInput(ToolInput):
 
 
 class SearchInput(ToolInput):
-    query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY, description='words; each matches as a prefix; "a phrase" in quotes')]
+    query: Annotated[
+        str, Field(min_length=1, max_length=MAX_QUERY, description='words, each a prefix; "a phrase" in quotes')
+    ]
     scope: Scope
     types: Annotated[list[NoteType], Field(max_length=6)] = Field(default_factory=list)
     states: Annotated[list[RecordState], Field(max_length=6, description="note and/or handoff states")] = Field(
@@ -531,7 +533,7 @@ TOOLS: list[ToolSpec] = [
     ToolSpec(
         "memory_search",
         "Search this project's notes (and handoffs with include_handoffs) by words, each matching as a prefix; "
-        'a "quoted phrase" matches its words in order. "
+        'a "quoted phrase" matches its words in order. '
         "Results are ranked and show a short summary; memory_get_note returns a record in full. has_more: "
         "send next_cursor as cursor for the next page.",
         SearchInput,
