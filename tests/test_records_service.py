@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import subprocess
 import sys
 import textwrap
@@ -17,7 +18,7 @@ from codexmem.errors import CodexmemError
 from codexmem.records import service
 from codexmem.store.layout import ITEM
 from codexmem.store.store import Store
-from codexmem.store.yamlio import load_yaml
+from codexmem.store.yamlio import dump_yaml, load_yaml
 
 
 def _store(tmp_path: Path, count: int = 3) -> tuple[Store, list[str]]:
@@ -444,3 +445,18 @@ def test_a_schema_refuses_control_characters_in_what_people_and_agents_read(
     )
     assert "control characters" in str(refused.value.message) + str(refused.value.fields)
     assert not (store.root / "channels" / "bugs").exists()
+
+
+def test_a_stored_schema_an_earlier_version_accepted_stays_usable(tmp_path: Path) -> None:
+    """The one-line rule holds a schema being added or changed; a stored one is read as it is, so a
+    label YAML's ``>`` folded with a line break does not make its channel vanish."""
+    store = Store(new_store(tmp_path / "store"))
+    service.add_channel(store, "bugs", BUGS_SCHEMA, actor=PERSON, now=NOW)
+    path = store.root / "channels" / "bugs" / "schema.yaml"
+    data = load_yaml(path.read_text(encoding="utf-8"))
+    data["fields"][0]["label"] = "Ticket\n"
+    path.write_text(dump_yaml(data), encoding="utf-8")
+    store = Store(store.root)
+    assert [c.id for c in service.list_channels(store)] == ["bugs"]
+    created = service.create_item(store, "bugs", bug_values(random.Random(1), 1), actor=PERSON, now=NOW)
+    assert created["id"].startswith("item_") and check_store(store.root).errors == []

@@ -16,7 +16,16 @@ from datetime import datetime
 from typing import Annotated, Any, Final, Literal, get_args
 
 import webcolors
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from codexmem.errors import NOT_ONE_LINE, control_problem, field_path
 from codexmem.models.base import Version
@@ -67,17 +76,27 @@ CONFIG_APPLIES_TO: Final[Mapping[str, frozenset[str]]] = {
 """Which field types each config key means something for; a stray key is a schema mistake."""
 
 
-def _one_line(text: str) -> str:
+NEW_SCHEMA = {"new": True}
+"""The validation context of a schema being added or changed (``records.values.validate_schema``):
+its texts are held to the rules below. A stored schema is read as it is, so one an earlier
+version accepted (a label folded by YAML's ``>`` ends in a line break) stays usable and fixable."""
+
+
+def _is_new(info: ValidationInfo) -> bool:
+    return bool(info.context and info.context.get("new"))
+
+
+def _one_line(text: str, info: ValidationInfo) -> str:
     """A name, label or option value is one line a table or a terminal shows as it is: an escape
     sequence recoloured `channels list`, a line break split its rows, and an option holding one
     could never be sent back (a tool refuses control characters in every argument)."""
-    if NOT_ONE_LINE.search(text):
+    if _is_new(info) and NOT_ONE_LINE.search(text):
         raise ValueError("must be one line of text, without control characters")
     return text
 
 
-def _no_control(text: str) -> str:
-    problem = control_problem(text)
+def _no_control(text: str, info: ValidationInfo) -> str:
+    problem = control_problem(text) if _is_new(info) else None
     if problem is not None:
         raise ValueError(problem)
     return text

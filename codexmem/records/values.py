@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from codexmem.errors import CodexmemError, field_path, validation_fields
-from codexmem.models.channel import ChannelSchema, FieldConfig, FieldDef, FieldOption, SchemaProblems
+from codexmem.models.channel import NEW_SCHEMA, ChannelSchema, FieldConfig, FieldDef, FieldOption, SchemaProblems
 from codexmem.records.fields import preview_values, unique_keys
 from codexmem.store.index import Index
 from codexmem.store.index.schema import dedupe_keys, unique_marker
@@ -35,7 +35,7 @@ def schema_from_json(text: str) -> ChannelSchema:
 def validate_schema(data: Mapping[str, Any]) -> ChannelSchema:
     """A new schema, or ERR_INVALID_INPUT listing each problem once, with its path (``fields[3].type``)."""
     try:
-        return ChannelSchema.model_validate(dict(data))
+        return ChannelSchema.model_validate(dict(data), context=NEW_SCHEMA)
     except ValidationError as exc:
         fields: list[dict[str, Any]] = []
         errors = exc.errors(include_url=False, include_input=False)
