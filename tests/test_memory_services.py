@@ -260,6 +260,27 @@ def test_a_bootstrap_recovers_a_bounded_number_of_idle_sessions_oldest_first(
     assert [status[sid] for sid in left] == ["recovered"] * 5
 
 
+def test_a_session_file_put_back_at_an_older_version_is_left_for_check_and_the_rest_recovered(
+    store: Store, web: Path
+) -> None:
+    """A session file a checkout put back behind its events made the one recovery transaction fail,
+    and with it every bootstrap of the workspace."""
+    earlier = NOW - timedelta(hours=3)
+    scope, behind = session_in(store, web, now=earlier)
+    _, idle = session_in(store, web, now=earlier)
+    path = next(store.root.glob(f"sessions/{behind}.yaml"))
+    first = path.read_bytes()
+    lifecycle.end_session(store, earlier, Warnings(), session_id=behind, status="paused")
+    path.write_bytes(first)  # version 1 again, active; its events reach version 2
+    recovered = lifecycle.recover_idle_sessions(
+        Store(store.root), NOW, Warnings(), workspace_id=scope["workspace_id"], actor="t"
+    )
+    assert recovered == [idle]
+    assert (
+        retrieval.bootstrap_session(Store(store.root), NOW, Warnings(), cwd=str(web))["session"]["status"] == "active"
+    )
+
+
 def test_a_recovery_reads_a_long_session_by_query_and_misses_nothing_it_lists(store: Store, web: Path) -> None:
     """The todos and fixes of a session's later notes are found, though only its first notes are read whole."""
     earlier = NOW - timedelta(hours=3)
