@@ -360,15 +360,30 @@ async def test_a_session_is_started_only_in_a_scope_the_store_knows(
         known = await call(client, "memory_start_session", scope=short)  # the ids of a workspace with sessions
         resolved = (await call(client, "memory_resolve_scope", cwd=str(fresh)))["data"]["scope"]
         first = await call(client, "memory_start_session", scope=resolved)  # a new folder: resolved from its root
+        # Whatever resolved it: hints change the system, an explicit remote the project of a repository without one.
+        bare = make_repo(tmp_path / "work" / "no-remote")
+        hinted = [
+            (await call(client, "memory_resolve_scope", cwd=str(where), **hint))["data"]["scope"]
+            for where, hint in (
+                (fresh, {"system_name_hint": "Zed"}),
+                (fresh, {"project_name_hint": "Bee"}),
+                (bare, {"repo_remote": "git@github.com:example/no-remote.git"}),
+            )
+        ]
+        started = [await call(client, "memory_start_session", scope=scope) for scope in hinted]
     for name, field in (("project", "scope.project_id"), ("workspace", "scope.workspace_id")):
         error = answers[name]["error"]
         assert error["code"] == "ERR_INVALID_SCOPE" and [f["field"] for f in error["fields"]] == [field], name
         assert "pass the scope memory_bootstrap_session or memory_resolve_scope returned" in error["message"]
+        assert error["message"].startswith(
+            f"{field} {typo_project['project_id'] if name == 'project' else typo_workspace['workspace_id']}"
+        )
     assert answers["root elsewhere"]["error"]["code"] == "ERR_INVALID_SCOPE"
     assert known["ok"] and first["ok"], (known, first)
+    assert all(answer["ok"] for answer in started), started
     assert first["data"]["session"]["scope"]["project_id"] == resolved["project_id"]
     sessions = sorted((store_path / "sessions").glob("*.yaml"))
-    assert len(sessions) == 3, "the refused ones wrote nothing"
+    assert len(sessions) == 6, "the refused ones wrote nothing"
 
 
 async def test_status_moves_legal_illegal_and_stale(store_path: Path, web: Path) -> None:

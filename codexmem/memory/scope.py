@@ -108,11 +108,17 @@ def resolve_scope(
         system_name=system_name,
         project_id=project_id,
         project_name=project_name,
-        workspace_id=scope_id("ws", posixpath.basename(root) or root, f"{project_id}:{root}"),
+        workspace_id=workspace_id_of(project_id, root),
         workspace_root=root,
         branch_name=branch_name.strip() or repo.branch,
         resolved_by=resolved_by,
     )
+
+
+def workspace_id_of(project_id: str, root: str) -> str:
+    """A workspace's id: its project's and its root's (so a scope whose project id was mistyped
+    no longer matches its own workspace id)."""
+    return scope_id("ws", posixpath.basename(root) or root, f"{project_id}:{root}")
 
 
 def checked_cwd(cwd: str) -> str:

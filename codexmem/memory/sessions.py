@@ -80,31 +80,34 @@ def start_session(
 
 
 def require_known_scope(store: Store, scope: ScopeRef, workspace_root: str) -> None:
-    """Refuse a scope no folder resolves to and no session of the store has: its notes would be
-    saved under a project no bootstrap or search of the real one ever reads (a mistyped id).
-    ``workspace_root``: the folder the scope was resolved from, as resolve_scope gives it."""
-    from codexmem.memory.scope import resolve_scope
+    """Refuse a scope whose ids do not belong together: its notes would be saved under a project no
+    bootstrap or search of the real one ever reads (a mistyped id).
+
+    With its ``workspace_root`` (every scope resolve_scope gives has one), the workspace id must be
+    the one the project id and the root make, whatever hints or remote resolved them; without it,
+    a session of the store must have had those ids.
+    """
+    from codexmem.memory.scope import workspace_id_of
 
     if workspace_root:
-        try:
-            resolved = resolve_scope(store, Warnings(), cwd=workspace_root).ref()
-        except CodexmemError:
-            resolved = None
-        if resolved == scope:
+        if workspace_id_of(scope.project_id, workspace_root) == scope.workspace_id:
             return
-    index = store.fresh_index()
-    where = {"project_id": scope.project_id, "workspace_id": scope.workspace_id}
-    if any(ScopeRef.model_validate(s["scope"]) == scope for s in index.select(SESSION, where=where, limit=1)):
-        return
-    known = index.count(SESSION, where={"project_id": scope.project_id}) > 0 or any(
+        problem = "is not the workspace of scope.project_id at scope.workspace_root"
+    else:
+        where = {"project_id": scope.project_id, "workspace_id": scope.workspace_id}
+        if store.fresh_index().select(SESSION, where=where, limit=1):
+            return
+        problem = "is not a workspace any session of this store had"
+    known = store.index.count(SESSION, where={"project_id": scope.project_id}) > 0 or any(
         p.id == scope.project_id for p in store.config.projects
     )
     field = "scope.workspace_id" if known else "scope.project_id"
+    shown = scope.workspace_id if known else scope.project_id
     raise CodexmemError(
         "ERR_INVALID_SCOPE",
-        f"{field} {getattr(scope, field.split('.')[1])} is not a scope of this store (no session has it, and "
-        "no folder resolves to it): pass the scope memory_bootstrap_session or memory_resolve_scope returned, whole",
-        fields=[{"field": field, "message": "no session has it and no folder resolves to it"}],
+        f"{field} {shown} {problem if known else 'is no project of this store'}: pass the scope "
+        "memory_bootstrap_session or memory_resolve_scope returned, whole",
+        fields=[{"field": field, "message": problem if known else "no project of this store"}],
     )
 
 
