@@ -500,6 +500,28 @@ def test_yesterdays_decision_is_not_crowded_out_of_the_brief_by_older_important_
     assert [n["importance"] for n in brief["recent_notes"]] == [5, 5, 5, 5, 4], "still most important first"
 
 
+def test_another_workspaces_newer_note_never_takes_the_place_of_this_ones(
+    store: Store, web: Path, tmp_path: Path
+) -> None:
+    day1, day2 = NOW - timedelta(days=2), NOW - timedelta(days=1)
+    scope, first = session_in(store, web, now=day1)
+    mine = [
+        save(store, scope, first, now=day1 + timedelta(minutes=n), note_type="constraint", title=f"Rule {n}",
+             importance=5)["note"]["note_id"]
+        for n in range(6)
+    ]  # fmt: skip
+    decision = save(store, scope, first, now=day2, title="Ship it", importance=3)["note"]["note_id"]
+    clone_scope, theirs = session_in(store, make_repo(tmp_path / "clone" / "order-web", remote=REMOTE), now=day2)
+    save(store, clone_scope, theirs, now=day2 + timedelta(hours=1), title="Elsewhere", importance=4)
+
+    def shown(max_notes: int) -> list[str]:
+        brief = retrieval.bootstrap_session(store, NOW, Warnings(), cwd=str(web), max_notes=max_notes)
+        return [n["note_id"] for n in brief["recent_notes"]]
+
+    assert set(shown(5)) <= {*mine, decision} and decision in shown(5)
+    assert shown(1)[0] in mine, "one note: the most important"
+
+
 def test_related_projects_come_only_from_declared_relations(tmp_path: Path) -> None:
     root = shared_store(tmp_path / "store")
     bare = Store(root)

@@ -709,22 +709,26 @@ def workspace_first(
 
 def high_value_notes(index: Index, scope: ScopeRef, *, limit: int) -> tuple[list[dict[str, Any]], bool]:
     """Up to ``limit`` notes of importance 3 and up, not superseded, workspace first, most important
-    and newest first, and whether there are more. The newest ``NEWEST_KEPT`` are always among them,
-    so last session's decision is not crowded out by older notes of higher importance (six
-    importance-5 constraints of day 1 hid day 2's decision)."""
+    and newest first, and whether there are more. This workspace's newest ``NEWEST_KEPT`` are always
+    among them when there is room for twice as many, so last session's decision is not crowded out
+    by older notes of higher importance (six importance-5 constraints of day 1 hid day 2's decision)."""
 
-    def by(order: Sequence[tuple[str, bool]], count: int, **where: Any) -> list[dict[str, Any]]:
-        return workspace_first(
-            index, NOTE, scope, limit=count, order=order, where=where or None,
-            where_in={"status": LIVE_NOTE_STATES}, min_importance=HIGH_VALUE,
-        )  # fmt: skip
-
-    # The newest of each importance, each read in order from the value index, then the newest of them.
-    count = min(NEWEST_KEPT, limit)
-    newest = [n for level in range(HIGH_VALUE, 6) for n in by(BY_TIME, count, importance=level)]
+    # This workspace's newest of each importance, each read in order from the value index, then
+    # the newest of them (another workspace's note never takes the place of this one's).
+    count = min(NEWEST_KEPT, limit // 2)
+    here = {"project_id": scope.project_id, "workspace_id": scope.workspace_id}
+    live: dict[str, Sequence[str]] = {"status": LIVE_NOTE_STATES}
+    newest = [
+        n
+        for level in range(HIGH_VALUE, 6)
+        for n in index.select(NOTE, where={**here, "importance": level}, where_in=live, order=BY_TIME, limit=count)
+    ]
     newest = sorted(newest, key=lambda n: (n["created_at"], n["note_id"]), reverse=True)[:count]
     kept = {n["note_id"] for n in newest}
-    valued = [n for n in by(BY_VALUE, limit + 1) if n["note_id"] not in kept]
+    valued = workspace_first(
+        index, NOTE, scope, limit=limit + 1, order=BY_VALUE, where_in=live, min_importance=HIGH_VALUE
+    )
+    valued = [n for n in valued if n["note_id"] not in kept]
     room = limit - len(newest)
     shown = newest + valued[:room]
 
