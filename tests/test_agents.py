@@ -223,6 +223,13 @@ def test_markers_named_in_a_persons_text_are_text_not_a_block(tmp_path: Path, me
     assert "# v1" not in text
 
 
+def test_a_block_at_the_top_of_a_file_with_a_byte_order_mark_is_found(tmp_path: Path) -> None:
+    target = tmp_path / "AGENTS.md"
+    target.write_bytes(f"\ufeff{BEGIN_MARKER}\n# v1\n{END_MARKER}\n\nmine\n".encode())
+    install([Plan("project", target, "# v2\n")], "append", Warnings())
+    assert target.read_bytes() == f"\ufeff{BEGIN_MARKER}\n# v2\n{END_MARKER}\n\nmine\n".encode()
+
+
 def test_a_long_file_is_written_back_whole(tmp_path: Path) -> None:
     """The file was read up to 256 KiB and written back so: a team's long AGENTS.md lost its end."""
     target = tmp_path / "AGENTS.md"

@@ -356,11 +356,11 @@ def marked_block(text: str) -> str | None:
 
 def _marker_line(marker: str) -> str:
     """A marker counts alone on its line only: a sentence or a code span naming it is the person's text."""
-    return rf"^[ \t]*({re.escape(marker)})[ \t]*\r?$"
+    return "^(?:\ufeff)?" + rf"[ \t]*({re.escape(marker)})[ \t]*\r?$"  # a byte order mark may open the file
 
 
 _BEGIN_LINE, _END_LINE = (re.compile(_marker_line(m), re.M) for m in (BEGIN_MARKER, END_MARKER))
-_BEGIN_BYTES, _END_BYTES = (re.compile(_marker_line(m).encode("ascii"), re.M) for m in (BEGIN_MARKER, END_MARKER))
+_BEGIN_BYTES, _END_BYTES = (re.compile(_marker_line(m).encode("utf-8"), re.M) for m in (BEGIN_MARKER, END_MARKER))
 
 
 def _block_span(text: str) -> tuple[int, int] | None:
