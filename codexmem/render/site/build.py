@@ -710,10 +710,12 @@ def _claim(out: Path) -> bool:
         clashes = [name for name in held if name in SITE_ENTRIES]
         shown = ", ".join(held[:5]) + (f" and {len(held) - 5} more" if len(held) > 5 else "")
         what = f"{', '.join(clashes)}, which a build writes, and" if clashes else f"files of its own ({shown}), and"
+        other = out.parent / ("_site" if out.name != "_site" else "_site-memory")
         raise CodexmemError(
             "ERR_INVALID_INPUT",
-            f"{out} holds {what} no codexmem site build wrote them: give a new or empty folder with --out, "
-            f"such as {out.parent / '_site'} (codexmem never writes among files it did not write)",
+            f"{out} holds {what} no codexmem site build wrote them (none left its {OWNED_LIST}): give a new "
+            f"or empty folder with --out, such as {other}, or delete this one if a build made it "
+            "(codexmem never writes among files it did not write)",
         )
     try:
         replace_file(listing, b"")
