@@ -3,6 +3,7 @@ changes nothing writes nothing."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -12,7 +13,7 @@ from typing import Any
 
 import pytest
 from memory_fixtures import call, mcp_client
-from merge_fixtures import Repo, errors, new_repo
+from merge_fixtures import BUG_SCHEMA, T0, Repo, errors, new_repo
 from store_fixtures import GIT_ENV, REPO_ROOT
 
 from codexmem.store.identity import slug
@@ -63,6 +64,27 @@ def test_without_a_git_identity_the_operating_system_user_is_the_author(
     import getpass
 
     assert event["author"] == getpass.getuser()
+
+
+def test_a_shared_store_outside_any_repository_names_the_persons_global_git_identity(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Outside a repository git still says who the person is: the events named the system's user."""
+    from codexmem.records import service
+    from codexmem.store.init import init_store
+    from codexmem.store.store import Store
+
+    identity = tmp_path / "gitconfig"
+    identity.write_text("[user]\n\tname = Rin Sato\n\temail = rin@example.com\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(identity))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    root = tmp_path / "team-memory"
+    init_store(root, cwd=tmp_path, shared=True)
+    store = Store(root)
+    service.add_channel(store, "bugs", BUG_SCHEMA, actor="cli", now=T0)
+    lines = [json.loads(line) for p in (root / "events").rglob("*.jsonl") for line in p.read_text().splitlines()]
+    assert [e["author"] for e in lines] == ["Rin Sato"]
+    assert [p.parent.name.startswith("rin-sato-") for p in (root / "events").rglob("*.jsonl")] == [True]
 
 
 def test_the_clone_id_lives_in_the_clones_git_config(repo: Repo, tmp_path: Path) -> None:

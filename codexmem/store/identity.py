@@ -48,12 +48,16 @@ class Writer:
 
 
 def discover_writer(store_root: Path, cache: Path) -> Writer:
-    """The writer of a store: its repository's git identity and clone id (created on first use)."""
+    """The writer of a store: its repository's git identity and clone id (created on first use).
+
+    Outside any repository (a shared store) git still says the person's global identity; only the
+    clone id is a repository's, so there it comes from the store's cache.
+    """
     repo = discover_repository(store_root)
-    config = _git_config(store_root) if repo.has_git else {}
+    config = _git_config(store_root)
     name = config.get("user.name", "").strip() or _os_user()
     email = config.get("user.email", "").strip() or None
-    clone = config.get(CLONE_KEY, "")
+    clone = config.get(CLONE_KEY, "") if repo.has_git else ""
     if not _CLONE_RE.match(clone):
         clone = _new_clone_id(store_root, cache, in_git=repo.has_git)
     return Writer(name=name[:100], clone=clone, email=email)
