@@ -460,3 +460,27 @@ def test_a_stored_schema_an_earlier_version_accepted_stays_usable(tmp_path: Path
     assert [c.id for c in service.list_channels(store)] == ["bugs"]
     created = service.create_item(store, "bugs", bug_values(random.Random(1), 1), actor=PERSON, now=NOW)
     assert created["id"].startswith("item_") and check_store(store.root).errors == []
+
+
+def test_a_required_relation_to_its_own_channel_is_refused(tmp_path: Path) -> None:
+    """Accepted, the channel could never get its first item: each needs one to point to."""
+    store = Store(new_store(tmp_path / "store"))
+    schema = {
+        "name": "Tasks",
+        "fields": [
+            {"key": "title", "label": "Title", "type": "text"},
+            {
+                "key": "parent",
+                "label": "Parent",
+                "type": "relation",
+                "is_required": True,
+                "config": {"channel": "tasks"},
+            },
+        ],
+    }
+    with pytest.raises(CodexmemError) as refused:
+        service.add_channel(store, "tasks", schema, actor=PERSON, now=NOW)
+    assert [f["field"] for f in refused.value.fields or []] == ["fields[1].is_required"]
+    schema["fields"][1]["is_required"] = False
+    service.add_channel(store, "tasks", schema, actor=PERSON, now=NOW)
+    assert service.create_item(store, "tasks", {"title": "root"}, actor=PERSON, now=NOW)["id"].startswith("item_")

@@ -35,7 +35,7 @@ def schema_from_json(text: str) -> ChannelSchema:
 def validate_schema(data: Mapping[str, Any]) -> ChannelSchema:
     """A new schema, or ERR_INVALID_INPUT listing each problem once, with its path (``fields[3].type``)."""
     try:
-        return ChannelSchema.model_validate(dict(data), context=NEW_SCHEMA)
+        schema = ChannelSchema.model_validate(dict(data), context=NEW_SCHEMA)
     except ValidationError as exc:
         fields: list[dict[str, Any]] = []
         errors = exc.errors(include_url=False, include_input=False)
@@ -54,6 +54,18 @@ def validate_schema(data: Mapping[str, Any]) -> ChannelSchema:
         raise CodexmemError(
             "ERR_INVALID_INPUT", f"{headline} (docs/channels.md shows every field type)", fields=fields[:50]
         ) from None
+    for at, f in enumerate(schema.fields):
+        if f.type == "relation" and f.is_required and f.config.channel == schema.record_channel_id:
+            where = f"fields[{at}].is_required"
+            message = (
+                "a required relation to the channel's own items: its first item could never be made; make it optional"
+            )
+            raise CodexmemError(
+                "ERR_INVALID_INPUT",
+                f"the schema is not valid: {where}: {message}",
+                fields=[{"field": where, "message": message}],
+            )
+    return schema
 
 
 _UNKNOWN = "\0unknown key"
