@@ -202,3 +202,16 @@ def test_an_edit_over_an_older_file_put_back_is_refused_until_check_s_fix(
     assert main([*args, "--json", '{"points": 5}']) == 0
     assert capsys.readouterr().out.endswith(f"{ids[0]} is now at version 4\n")
     assert main(["check", "--store", str(store)]) == 0
+
+
+def test_items_list_shows_a_direction_override_as_its_code(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Printed raw, U+202E turned the rest of the table's line right to left."""
+    store, ids = bugs_store(tmp_path / "s", 1)
+    assert (
+        main(["items", "edit", "bugs", ids[0], "--json", '{"title": "fine \\u202etxt.exe"}', "--store", str(store)])
+        == 0
+    )
+    capsys.readouterr()
+    assert main(["items", "list", "bugs", "--store", str(store)]) == 0
+    out = capsys.readouterr().out
+    assert "fine <U+202E>txt.exe" in out and "\u202e" not in out

@@ -7,6 +7,7 @@ logged exactly like an agent's (actor ``cli:<user>``) and shows up in ``poll_res
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from typing import Any
 
@@ -180,12 +181,18 @@ def run_list(args: argparse.Namespace) -> int:
     return 0
 
 
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""Characters that turn the text after them right to left, or isolate it: printed, one in a cell
+reordered the rest of the table's line (and could hide what a value says)."""
+
+
 def _cell(value: Any) -> str:
-    """One table cell: on one line, at most CELL_CHARS characters."""
+    """One table cell: on one line, at most CELL_CHARS characters, with no character that would
+    reorder the line it is printed on (shown as its code, ``<U+202E>``)."""
     import json
 
     if value is None:
         return ""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    text = " ".join(text.split())
+    text = _BIDI.sub(lambda m: f"<U+{ord(m.group()):04X}>", " ".join(text.split()))
     return text if len(text) <= CELL_CHARS else text[: CELL_CHARS - 1] + "…"
