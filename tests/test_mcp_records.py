@@ -854,3 +854,33 @@ async def test_a_page_of_items_says_which_of_its_channels_files_it_left_out(tmp_
     assert [i["id"] for i in page["data"]["items"]] == [ids[1]]
     [warning] = [w for w in page["warnings"] if w["code"] == "WARN_UNREADABLE_FILES"]
     assert f"channels/bugs/items/{ids[0]}.yaml" in warning["message"] and "`codexmem check`" in warning["message"]
+
+
+async def test_a_text_cut_to_fit_reads_whole_in_parts(tmp_path: Path) -> None:
+    """An item of several long texts showed some of them as "…", with no way to read the rest."""
+    path = new_store(tmp_path / "s")
+    store = Store(path)
+    fields = [{"key": f"t{n}", "label": f"Text {n}", "type": "text"} for n in range(5)]
+    service.add_channel(store, "notes", {"name": "Notes", "fields": fields}, actor=PERSON, now=NOW)
+    texts = {f"t{n}": "".join(f"{n}:{k} 検索 " for k in range(700)) for n in range(5)}
+    item = service.create_item(store, "notes", texts, actor=PERSON, now=NOW)["id"]
+    async with mcp_client(path) as client:
+        whole = await call(client, "read_record_item", record_channel_id="notes", item_id=item)
+        cut = whole["data"]["item"]["truncated_values"]
+        assert cut and answer_bytes(whole) <= MAX_ANSWER_BYTES
+        for key in cut:
+            parts, offset = [], 0
+            while True:
+                answer = await call(client, "read_record_item", record_channel_id="notes", item_id=item, field=key,
+                                    offset=offset)  # fmt: skip
+                assert answer["ok"] and answer_bytes(answer) <= MAX_ANSWER_BYTES, answer
+                parts.append(answer["data"]["text"])
+                if "next_offset" not in answer["data"]:
+                    break
+                offset = answer["data"]["next_offset"]
+            assert "".join(parts) == texts[key] and len(parts) > 1
+        unknown = await call(client, "read_record_item", record_channel_id="notes", item_id=item, field="nope")
+        past = await call(client, "read_record_item", record_channel_id="notes", item_id=item, field="t0",
+                          offset=10**6)  # fmt: skip
+    assert [f["field"] for f in unknown["error"]["fields"]] == ["field"] and "t0, t1" in unknown["error"]["message"]
+    assert [f["field"] for f in past["error"]["fields"]] == ["offset"]

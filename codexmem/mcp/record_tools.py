@@ -46,6 +46,8 @@ class ListItemsInput(ToolInput):
 class ReadItemInput(ToolInput):
     record_channel_id: ChannelId
     item_id: ItemId
+    field: Annotated[str, Field(max_length=64, description="one field's value only: a text in parts, from offset")] = ""
+    offset: Annotated[int, Field(ge=0, le=10_000_000, description="with field: the character to start at")] = 0
 
 
 class EditItemInput(ToolInput):
@@ -95,6 +97,11 @@ def _list_items(state: ServerState, args: ListItemsInput, warnings: Warnings) ->
 def _read_item(state: ServerState, args: ReadItemInput, warnings: Warnings) -> dict[str, Any]:
     from codexmem.records import answers
 
+    if args.field:
+        return answers.field_part(
+            state.store(), args.record_channel_id, args.item_id, args.field, args.offset, now=state.now(),
+            warnings=warnings,
+        )  # fmt: skip
     return answers.item(state.store(), args.record_channel_id, args.item_id, now=state.now(), warnings=warnings)
 
 
@@ -147,7 +154,8 @@ TOOLS: list[ToolSpec] = [
     ),
     ToolSpec(
         name="read_record_item",
-        description="Read one item by id from a record channel: every value, formulas computed, and its version.",
+        description="Read one item by id from a record channel: every value, formulas computed, and its version. "
+        "A text cut to fit (truncated_values) reads whole with field, in parts from offset (next_offset).",
         input_model=ReadItemInput,
         handler=_read_item,
         read_only=True,

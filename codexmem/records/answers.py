@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from codexmem.envelope import MAX_ANSWER_BYTES, fail, fit, ok, size_of
-from codexmem.errors import CodexmemError, Warnings
+from codexmem.errors import CodexmemError, Warnings, invalid_input
 from codexmem.records import service
 from codexmem.records.fields import outdated_message
 from codexmem.store.identity import slug
@@ -148,6 +148,33 @@ def _options_of(fields: list[dict[str, Any]], key: str) -> list[Any]:
 def item(store: Store, channel_id: str, item_id: str, *, now: datetime, warnings: Warnings) -> dict[str, Any]:
     """``read_record_item``: the whole item (its longest texts cut only if it cannot fit otherwise)."""
     return _fitted_item({"item": service.read_item(store, channel_id, item_id, now=now)}, warnings)
+
+
+def field_part(
+    store: Store, channel_id: str, item_id: str, key: str, offset: int, *, now: datetime, warnings: Warnings
+) -> dict[str, Any]:
+    """``read_record_item`` with ``field``: one value whole, a long text from ``offset`` on, as much
+    as fits, with ``next_offset`` for the rest (``truncated_values`` names what a whole item cut)."""
+    found = service.read_item(store, channel_id, item_id, now=now)
+    if key not in found["values"]:
+        keys = ", ".join(found["values"]) or "none"
+        raise invalid_input("field", f"item {item_id} holds no value of {key[:64]!r}; its fields with values: {keys}")
+    value = found["values"][key]
+    head = {"id": found["id"], "version": found["version"], "field": key}
+    if not isinstance(value, str):
+        return {**head, "value": value}
+    if not 0 <= offset <= len(value):
+        raise invalid_input("offset", f"must be 0..{len(value)} (the text's length in characters), got {offset}")
+
+    def part(end: int) -> dict[str, Any]:
+        more = {"next_offset": end} if end < len(value) else {}
+        return {**head, "text": value[offset:end], "offset": offset, "length": len(value), **more}
+
+    low, high = offset, len(value)  # the most characters that fit (a character is 1 to 4 bytes)
+    while low < high:
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if size_of(ok(part(middle), warnings)) <= MAX_ANSWER_BYTES else (low, middle - 1)
+    return part(low)
 
 
 def edit(
