@@ -208,6 +208,8 @@ def test_append_three_times_leaves_one_block_and_keeps_the_rest(tmp_path: Path) 
         f"The memory sits between `{BEGIN_MARKER}` and `{END_MARKER}`; do not edit it.\n",
         f"x {BEGIN_MARKER} y\n",
         f"```\nx {BEGIN_MARKER}\n{END_MARKER} y\n```\n",
+        f"The block looks like this:\n\n```markdown\n{BEGIN_MARKER}\n# Memory\n{END_MARKER}\n```\n",
+        f"~~~~\n{BEGIN_MARKER}\n```\n{END_MARKER}\n~~~~\n",  # a ``` inside a ~~~~ fence closes nothing
     ],
 )
 def test_markers_named_in_a_persons_text_are_text_not_a_block(tmp_path: Path, mention: str) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -360,19 +360,46 @@ def _marker_line(marker: str) -> str:
 
 
 _BEGIN_LINE, _END_LINE = (re.compile(_marker_line(m), re.M) for m in (BEGIN_MARKER, END_MARKER))
-_BEGIN_BYTES, _END_BYTES = (re.compile(_marker_line(m).encode("utf-8"), re.M) for m in (BEGIN_MARKER, END_MARKER))
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})", re.M)
+
+
+def _fenced(text: str) -> list[tuple[int, int]]:
+    """Where the fenced code blocks of ``text`` are (Markdown's ``` and ~~~ fences): a marker shown
+    in one is the person's example, not codexmem's block."""
+    spans: list[tuple[int, int]] = []
+    opened: re.Match[str] | None = None
+    for fence in _FENCE.finditer(text):
+        if opened is None:
+            opened = fence
+        elif fence.group(1)[0] == opened.group(1)[0] and len(fence.group(1)) >= len(opened.group(1)):
+            spans.append((opened.start(), fence.end()))
+            opened = None
+    if opened is not None:  # never closed: it runs to the end, as Markdown reads it
+        spans.append((opened.start(), len(text)))
+    return spans
+
+
+def _markers(text: str) -> tuple[list[re.Match[str]], list[re.Match[str]]]:
+    """The begin and end marker lines of ``text`` outside its fenced code blocks."""
+    fenced = _fenced(text) if "```" in text or "~~~" in text else []
+
+    def outside(found: Iterable[re.Match[str]]) -> list[re.Match[str]]:
+        return [m for m in found if not any(start <= m.start() < end for start, end in fenced)]
+
+    return outside(_BEGIN_LINE.finditer(text)), outside(_END_LINE.finditer(text))
 
 
 def _block_span(text: str) -> tuple[int, int] | None:
     """Where codexmem's block is: one begin marker line, then one end marker line; None for anything else."""
-    begins, ends = list(_BEGIN_LINE.finditer(text)), list(_END_LINE.finditer(text))
+    begins, ends = _markers(text)
     if len(begins) != 1 or len(ends) != 1 or ends[0].start() < begins[0].start():
         return None
     return begins[0].start(1), ends[0].end(1)
 
 
 def _marker_counts(text: str) -> tuple[int, int]:
-    return len(_BEGIN_LINE.findall(text)), len(_END_LINE.findall(text))
+    begins, ends = _markers(text)
+    return len(begins), len(ends)
 
 
 def refuse_stray_markers(path: Path, text: str | None) -> None:
@@ -481,9 +508,9 @@ def missed_by_codex(path: Path) -> str | None:
         raw = path.read_bytes()
     except OSError:
         return None
-    begin = _BEGIN_BYTES.search(raw)
-    end = _END_BYTES.search(raw, begin.end()) if begin is not None else None
-    if end is None:  # no block: nothing of codexmem's to miss
+    text = raw.decode("utf-8", "surrogateescape")
+    span = _block_span(text)
+    if span is None:  # no block: nothing of codexmem's to miss
         return None
     override = path.with_name(OVERRIDE_NAME)
     if path.name != OVERRIDE_NAME and override.is_file():
@@ -498,7 +525,7 @@ def missed_by_codex(path: Path) -> str | None:
         folder = folder.parent
         read = next((f for f in (folder / OVERRIDE_NAME, folder / "AGENTS.md") if f.is_file()), None)
         before += read.stat().st_size if read is not None else 0
-    reach = before + end.end(1)
+    reach = before + len(text[: span[1]].encode("utf-8", "surrogateescape"))
     limit, where = codex_read_limit()
     if reach <= limit:
         return None
