@@ -279,3 +279,20 @@ async def test_a_name_that_would_write_more_than_itself_is_refused_and_nothing_w
     assert refused["error"]["fields"] == [{"field": field, "message": refused["error"]["fields"][0]["message"]}]
     assert says in refused["error"]["message"]
     assert (web / "AGENTS.md").read_text() == HAND_WRITTEN
+
+
+async def test_a_repositorys_own_store_writes_no_block_for_another_repository(tmp_path: Path, home: Path) -> None:
+    """It wrote another repository's block naming that project with this store's system, which the
+    other repository's own `agents --check` then failed."""
+    from memory_fixtures import make_repo, project_with_store
+
+    mine = project_with_store(tmp_path / "shop", {"a.txt": "a\n"})
+    other = make_repo(tmp_path / "billing", remote="git@github.com:example/billing.git")
+    async with mcp_client(mine / ".codexmem") as client:
+        refused = await install(client, target="project", mode="append", cwd=str(other))
+        own = await install(client, target="project", mode="append", cwd=str(mine))
+    assert refused["error"]["code"] == "ERR_INVALID_TARGET" and [f["field"] for f in refused["error"]["fields"]] == [
+        "cwd"
+    ]
+    assert "another repository than this store's" in refused["error"]["message"]
+    assert not (other / "AGENTS.md").exists() and own["ok"] and (mine / "AGENTS.md").is_file()

@@ -236,11 +236,22 @@ def install_agents(
 
 def context_for_cwd(store: Store, cwd: str) -> AgentsContext:
     """The project ``cwd`` resolves to: as the store config declares it, else derived with placeholders."""
+    from codexmem.gitrepo import find_git_root
     from codexmem.memory.scope import resolve_scope
 
     scope = resolve_scope(store, Warnings(), cwd=cwd)  # resolution notes do not concern AGENTS.md
     if store.config.project(scope.project_id) is not None:
         return project_context(store, scope.project_id)
+    own = find_git_root(str(store.root))
+    if own is not None and find_git_root(scope.workspace_root) != own:
+        # A repository's own store speaks for its project only: a block for another repository would
+        # mix that project with this store's system, and that repository's `agents --check` fails it.
+        raise CodexmemError(
+            "ERR_INVALID_TARGET",
+            f"cwd {cwd[:200]} is in another repository than this store's ({own}): install that repository's "
+            "block with its own store (`codexmem agents --out AGENTS.md` there), or use a shared store",
+            fields=[{"field": "cwd", "message": "in another repository than this store's"}],
+        )
     declared_system = store.config.system is not None
     return AgentsContext(
         project_name=scope.project_name,
