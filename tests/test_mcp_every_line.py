@@ -126,6 +126,21 @@ def test_a_request_nested_deeper_than_any_parser_reads_gets_an_answer(server: Ra
     assert envelope is not None and envelope["error"]["code"] == "ERR_INVALID_INPUT"
 
 
+def test_a_number_of_thousands_of_digits_gets_an_answer_with_its_id(server: RawServer) -> None:
+    """Valid JSON past what Python reads as a number was a parse error with id null: the client
+    waited for its id until it timed out."""
+    huge = "9" * 5000
+    rid, code, message = _one_error(
+        _after(server, f'{{"jsonrpc":"2.0","id":14,"method":"ping","params":{{"x":{huge}}}}}'.encode())
+    )
+    assert (rid, code) == (14, -32600) and "a number has more than 4,300 digits" in message
+    call = _request(15, params={"name": "memory_search", "arguments": {"query": "x", "limit": 0}})
+    messages = _after(server, call.replace(b'"limit": 0', f'"limit": {huge}'.encode()))
+    assert len(messages) == 1 and messages[0]["id"] == 15
+    envelope = tool_envelope(messages[0])
+    assert envelope is not None and envelope["error"]["code"] == "ERR_INVALID_INPUT"
+
+
 def test_a_malformed_response_from_the_client_is_not_answered(server: RawServer) -> None:
     assert _after(server, b'{"jsonrpc":"2.0","id":99,"result":"not an object"}') == []
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import sys
 from typing import Any
 
 import anyio
@@ -119,8 +120,10 @@ def _read_again(exc: Exception) -> types.JSONRPCRequest | types.JSONRPCError | N
         try:
             data = json.loads(data)
         except RecursionError:
-            return _too_deep(data)
+            return _unreadable_line(data, f"the request is nested more than {MAX_ARGUMENT_DEPTH} levels deep")
         except ValueError as bad:
+            if "integer string conversion" in str(bad):  # valid JSON, past what Python reads as a number
+                return _unreadable_line(data, f"a number has more than {sys.get_int_max_str_digits():,} digits")
             return _error(None, types.PARSE_ERROR, f"Parse error: the line is not valid JSON ({bad})")
     request = _tool_call(data)
     if request is not None:
@@ -216,9 +219,9 @@ def _unreadable_value(data: Any) -> str:
     return "not a JSON-RPC 2.0 request the server can read"
 
 
-def _too_deep(line: str) -> types.JSONRPCRequest | types.JSONRPCError:
-    """A line nested deeper than the standard library can parse: answered from its first members."""
-    problem = f"the request is nested more than {MAX_ARGUMENT_DEPTH} levels deep"
+def _unreadable_line(line: str, problem: str) -> types.JSONRPCRequest | types.JSONRPCError:
+    """Valid JSON the standard library cannot read (nested too deep, a number of thousands of
+    digits): answered from the line's first members, with its id, so the client is not left waiting."""
     rid = leading_id(line)
     if rid is not None and _leading_member(line, "method") == "tools/call":
         return types.JSONRPCRequest(jsonrpc="2.0", id=rid, method="tools/call", params=_unreadable({}, problem))
