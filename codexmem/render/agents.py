@@ -402,27 +402,25 @@ def _markers(text: str) -> tuple[list[re.Match[str]], list[re.Match[str]]]:
 
 def _block_span(text: str) -> tuple[int, int] | None:
     """Where codexmem's block is: one begin marker line, then one end marker line; None for anything else."""
-    begins, ends = _markers(text)
+    return _one_block(*_markers(text))
+
+
+def _one_block(begins: list[re.Match[str]], ends: list[re.Match[str]]) -> tuple[int, int] | None:
     if len(begins) != 1 or len(ends) != 1 or ends[0].start() < begins[0].start():
         return None
     return begins[0].start(1), ends[0].end(1)
 
 
-def _marker_counts(text: str) -> tuple[int, int]:
-    begins, ends = _markers(text)
-    return len(begins), len(ends)
-
-
 def refuse_stray_markers(path: Path, text: str | None) -> None:
     """Refuse a file whose markers do not make one block (a begin whose end was deleted by hand):
     the block it would replace would run from a stray marker over the person's own text."""
-    begins, ends = _marker_counts(text or "")
-    if (begins, ends) == (0, 0) or _block_span(text or "") is not None:
+    begins, ends = _markers(text or "")
+    if (not begins and not ends) or _one_block(begins, ends) is not None:
         return
     raise CodexmemError(
         "ERR_AGENTS_WRITE_DENIED",
-        f"{path} holds {begins} {BEGIN_MARKER} and {ends} {END_MARKER} lines, not one of each in that order, so "
-        "where codexmem's block ends is unclear and writing could replace your own text: delete the stray "
+        f"{path} holds {len(begins)} {BEGIN_MARKER} and {len(ends)} {END_MARKER} lines, not one of each in that "
+        "order, so where codexmem's block ends is unclear and writing could replace your own text: delete the stray "
         "marker by hand, then run again",
     )
 
