@@ -182,7 +182,9 @@ def recover_idle_sessions(
     with write(store, actor, now, warnings) as txn:  # one transaction for all: its fsyncs, not one set each
         for sid in idle:
             current = txn.get(SESSION, sid)
-            if current is None or current["status"] != "active" or _rolled_back(store.index, current):
+            # One left behind its events is for `check` to name: writing it is refused, and one
+            # refusal would fail the whole recovery, and with it every bootstrap of the workspace.
+            if current is None or current["status"] != "active" or txn.behind(SESSION, sid, current["version"]):
                 continue
             # What recovery writes follows from the session alone (it ended at its last write; its
             # handoff's id is the session's), so two branches that each recover it write the same
@@ -202,13 +204,6 @@ def recover_idle_sessions(
                     txn.put(HANDOFF, handoff, event_type="created", changed=[])
             recovered.append(sid)
     return recovered
-
-
-def _rolled_back(index: Index, session: dict[str, Any]) -> bool:
-    """Its file is at an older version than its events reach (put back by a checkout): left for
-    ``check`` to name, as a write over it is refused, and one refusal would fail the whole
-    recovery, and with it every bootstrap of the workspace."""
-    return max((v for _, v in index.heads(SESSION, session["session_id"])), default=0) > int(session["version"])
 
 
 def recovery_handoff_id(session_id: str) -> str:

@@ -183,8 +183,8 @@ class Transaction:
         data = validate_record(kind, data, rid, channel) if kind is not CHANNEL else _validate_channel(data)
         current = self.get(kind, rid, channel)
         expected = 1 if current is None else int(current.get("version", 0)) + 1
-        logged = max((v for _, v in self.store.index.heads(kind, rid)), default=0)
-        if (kind.name, rid) not in self._heads and logged >= expected:
+        logged = self.behind(kind, rid, expected - 1)
+        if logged:
             raise CodexmemError(
                 "ERR_INVALID_STATE",
                 f"{kind.name} {rid}: its file holds version {expected - 1} but its events reach version {logged} "
@@ -207,6 +207,15 @@ class Transaction:
                 raise CodexmemError("ERR_INVALID_STATE", f"{kind.name} {rid}: the new version changes nothing")
         self._stage(kind, rid, channel, data, event_type, changed, idempotency_key, fingerprint, values=values)
         return {**data, "updated_at": self.at}
+
+    def behind(self, kind: Kind, rid: str, version: int) -> int:
+        """The version a record's events reach past ``version``, its file's (0: none past it): a
+        checkout or an undo put an older file back, and a change written over it would hide what
+        went back. A record this transaction already changed follows its own new event."""
+        if (kind.name, rid) in self._heads:
+            return 0
+        logged = max((v for _, v in self.store.index.heads(kind, rid)), default=0)
+        return logged if logged > version else 0
 
     def delete(self, kind: Kind, rid: str, channel: str | None = None) -> None:
         current = self.get(kind, rid, channel)
