@@ -86,8 +86,12 @@ def broken_driver(store_root: Path) -> str | None:
     add`` (or ``codexmem resolve``) drops the other's edits. The import is tried only for another
     interpreter than this one (a process start, about 16 ms here), never for the one running now.
     """
-    repo = discover_repository(store_root)
-    words = _driver_words(store_root) if repo.has_git else []
+    root, words = _registered(store_root)
+    return _broken(root, words)
+
+
+def _broken(root: Path, words: list[str]) -> str | None:
+    """:func:`broken_driver` of the registered command's ``words``, git running it in ``root``."""
     if not words or not words[0]:
         return None
     program = words[0]
@@ -99,7 +103,7 @@ def broken_driver(store_root: Path) -> str | None:
     if ours and os.path.abspath(found) != os.path.abspath(sys.executable):
         try:
             done = subprocess.run(  # where git runs it: the work tree's root (-P: not importing from it)
-                [found, "-P", "-c", "import codexmem"], cwd=repo.root, capture_output=True, timeout=30, check=False
+                [found, "-P", "-c", "import codexmem"], cwd=root, capture_output=True, timeout=30, check=False
             )
         except (OSError, subprocess.TimeoutExpired):
             return f"runs {program}, which does not start"
@@ -108,21 +112,25 @@ def broken_driver(store_root: Path) -> str | None:
     return None
 
 
-def _driver_words(store_root: Path) -> list[str]:
-    """The words of the driver command registered in this clone ([]: none)."""
+def _registered(store_root: Path) -> tuple[Path, list[str]]:
+    """The work tree's root and the words of the driver command registered in its clone ([]: none,
+    or no repository)."""
+    repo = discover_repository(store_root)
+    if not repo.has_git:
+        return repo.root, []
     command = (run_git(store_root, ["config", "--get", f"merge.{DRIVER}.driver"]) or b"").decode("utf-8", "replace")
     try:
-        return shlex.split(command)
+        return repo.root, shlex.split(command)
     except ValueError:  # unbalanced quotes: git's shell cannot run it either
-        return [command.strip()]
+        return repo.root, [command.strip()]
 
 
 def driver_problem(store_root: Path) -> str | None:
     """:func:`broken_driver` said for a person, with the fix, or a driver registered before it
     ran with ``-P`` (None: nothing to say)."""
-    why = broken_driver(store_root)
+    root, words = _registered(store_root)
+    why = _broken(root, words)
     if why is None:
-        words = _driver_words(store_root) if discover_repository(store_root).has_git else []
         if words[1:4] != _OURS[1]:
             return None
         return (
