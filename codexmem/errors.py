@@ -35,6 +35,13 @@ NOT_ONE_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 """What a one-line text (a name, a reason) must not hold: any control character, line breaks and
 Unicode's line and paragraph separators included."""
 
+
+def one_line_problem(text: str) -> str | None:
+    """Why ``text`` is refused as a one-line text (a name, a label, a reason), or None: the one
+    rule and wording of every such check."""
+    return "must be one line of text, without control characters" if NOT_ONE_LINE.search(text) else None
+
+
 ErrorCode = Literal[
     "ERR_INVALID_INPUT",
     "ERR_INVALID_SCOPE",

@@ -26,7 +26,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from codexmem.cli.common import open_store
-    from codexmem.errors import NOT_ONE_LINE, CodexmemError, Warnings, invalid_input
+    from codexmem.errors import CodexmemError, Warnings, invalid_input, one_line_problem
     from codexmem.memory.lifecycle import set_status
     from codexmem.models.records import MAX_SHORT
     from codexmem.store.ids import check_record_id
@@ -46,8 +46,8 @@ def run(args: argparse.Namespace) -> int:
         raise invalid_input(
             "--reason", f"must be at most {MAX_SHORT} characters (it is shown in check's lines), got {len(reason)}"
         )
-    if NOT_ONE_LINE.search(reason):
-        raise invalid_input("--reason", "must be one line of text, without control characters")
+    if (problem := one_line_problem(reason)) is not None:
+        raise invalid_input("--reason", problem)
     current = store.fresh_index().get(kind, args.record_id)
     if current is None:
         store.raise_if_unreadable(kind, args.record_id)

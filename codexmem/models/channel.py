@@ -27,7 +27,7 @@ from pydantic import (
     model_validator,
 )
 
-from codexmem.errors import NOT_ONE_LINE, control_problem, field_path
+from codexmem.errors import control_problem, field_path, one_line_problem
 from codexmem.models.base import Version
 from codexmem.models.formula import BUILTIN_REFERENCES, Formula, FormulaError, parse
 
@@ -90,8 +90,9 @@ def _one_line(text: str, info: ValidationInfo) -> str:
     """A name, label or option value is one line a table or a terminal shows as it is: an escape
     sequence recoloured `channels list`, a line break split its rows, and an option holding one
     could never be sent back (a tool refuses control characters in every argument)."""
-    if _is_new(info) and NOT_ONE_LINE.search(text):
-        raise ValueError("must be one line of text, without control characters")
+    problem = one_line_problem(text) if _is_new(info) else None
+    if problem is not None:
+        raise ValueError(problem)
     return text
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from codexmem.errors import NOT_ONE_LINE, CodexmemError, Warnings, invalid_input
+from codexmem.errors import CodexmemError, Warnings, invalid_input, one_line_problem
 from codexmem.store.atomic import replace_own_file
 
 if TYPE_CHECKING:
@@ -174,8 +174,8 @@ def apply_overrides(
 def _one_line(field: str, value: str) -> None:
     """Refuse a name that would write more than itself into AGENTS.md: a line break starts a
     heading or an instruction of its own, and an HTML comment could end codexmem's marked block."""
-    if NOT_ONE_LINE.search(value):
-        raise invalid_input(field, "must be one line of text, with no line break or control character")
+    if (problem := one_line_problem(value)) is not None:
+        raise invalid_input(field, problem)
     if "<!--" in value or "-->" in value:
         raise invalid_input(
             field, "must not hold an HTML comment (<!-- or -->): codexmem's block in AGENTS.md is marked by them"

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codexmem.errors import NOT_ONE_LINE, CodexmemError, invalid_input
+from codexmem.errors import CodexmemError, invalid_input, one_line_problem
 from codexmem.gitrepo import discover_repository, find_git_root, name_from_remote, normalize_path, normalize_remote
 from codexmem.models.config import MAX_NAME, STORE_FORMAT
 from codexmem.store.atomic import atomic_write, replace_own_file
@@ -217,8 +217,8 @@ def _check_name(flag: str, value: str | None) -> None:
         raise invalid_input(flag, "must not be blank (leave it out for the default)")
     if len(value) > MAX_NAME:
         raise invalid_input(flag, f"must be at most {MAX_NAME} characters, got {len(value)}")
-    if NOT_ONE_LINE.search(value):
-        raise invalid_input(flag, "must be one line of text, without control characters")
+    if (problem := one_line_problem(value)) is not None:
+        raise invalid_input(flag, problem)
 
 
 COMMITTED_PROBES = (
