@@ -81,9 +81,8 @@ class ServerState:
                 from codexmem.store.store import Store
 
                 if not (self.store_path / CONFIG_FILE).exists():
-                    _explain_given_path(
-                        self.store_path
-                    )  # a path from --store or the environment: said as the CLI says it
+                    # A path from --store or the environment: said as the CLI says it.
+                    _explain_given_path(self.store_path)
                     raise CodexmemError(
                         "ERR_STORAGE_UNAVAILABLE",
                         f"no codexmem store at {self.store_path}: run `codexmem init` in the repository "
