@@ -11,6 +11,7 @@ Formula values are computed at ``now``, on every read.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -423,11 +424,17 @@ def _item_not_found(channel_id: str, item_id: str) -> CodexmemError:
 def _schema_in(txn: Transaction, channel_id: str) -> ChannelSchema:
     """The schema an edit is checked against: its file as it is under the lock. The index's copy
     can be a few seconds behind a hand edit that rewrote the file in place (a removed option was
-    still accepted), as the lock's quick look sees new files, not rewritten ones."""
+    still accepted), as the lock's quick look sees new files, not rewritten ones: so the file is
+    read again when its stat is not the one the index read (one stat an edit, not one parse)."""
+    schema = get_schema(txn.store, channel_id)  # says why when there is none: no such channel, or unreadable
+    try:
+        st = os.stat(txn.store.layout.path(CHANNEL, channel_id))
+    except OSError:
+        return schema
+    if txn.store.index.file_seen(CHANNEL, channel_id) == (st.st_ino, st.st_mtime_ns, st.st_size):
+        return schema  # the file the index read: not parsed again on every edit
     data = txn.get(CHANNEL, channel_id)
-    if data is None:
-        return get_schema(txn.store, channel_id)  # says why: no such channel, or its file is unreadable
-    return schema_from_json(json.dumps(data, ensure_ascii=False))
+    return schema if data is None else schema_from_json(json.dumps(data, ensure_ascii=False))
 
 
 def _validated(

@@ -89,6 +89,11 @@ class Queries(IndexConnection):
         row = self._record_row("data", kind, rid, channel)
         return unpack_data(row[0]) if row else None
 
+    def file_seen(self, kind: Kind, rid: str, channel: str | None = None) -> tuple[int, int, int] | None:
+        """(inode, mtime_ns, size) of the record's file as the index read it, to tell a rewrite."""
+        row = self._record_row("inode, mtime_ns, size", kind, rid, channel)
+        return (int(row[0]), int(row[1]), int(row[2])) if row else None
+
     def _record_row(self, columns: str, kind: Kind, rid: str, channel: str | None) -> tuple[Any, ...] | None:
         with self._mutex:
             row: tuple[Any, ...] | None = self.conn.execute(
